@@ -1,0 +1,39 @@
+"""tinygrad_rnn: see and verify the gradients of recurrent networks.
+
+A from-scratch reverse-mode autograd framework on NumPy whose derivatives are hand-written
+and visible, with explicit BPTT beside the autograd path, gradient checks you can run on your
+own code, and the recurrent models an NLP course teaches.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import backend, functional, jacobians, ops
+from .engine import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, GradcheckReport, gradcheck
+from .jacobians import jacobian
+from .ops.base import Function, sum_to_shape
+from .random import get_generator, manual_seed
+from .tensor import (
+    Tensor, arange, cat, concatenate, full, ones, ones_like, rand, randn, split, stack,
+    tensor, where, zeros, zeros_like,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
+    "randn", "rand", "cat", "concatenate", "stack", "split", "where", "no_grad",
+    "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck", "GradcheckError",
+    "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "Function",
+    "sum_to_shape", "manual_seed", "get_generator", "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # tr.testing needs hypothesis (a test dependency), so it is imported on first use only
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
+    raise AttributeError(f"module 'tinygrad_rnn' has no attribute {name!r}")

@@ -1,0 +1,104 @@
+"""Explicit Jacobian matrices, for study and for checking the hand-written VJPs.
+
+Each function takes the quantity the derivative is written in (the op's *output* for
+softmax, log_softmax, tanh and sigmoid; relu's output works since y > 0 exactly where x > 0)
+and returns, for the last axis of size n, an array of shape ``(..., n, n)`` with
+``J[..., i, j] = dy_i / dx_j``. The ops' backward passes never build these matrices: the
+tests prove ``backward(g) == J^T g`` for each.
+
+:func:`jacobian` builds the full Jacobian of any function by reverse mode, one row per
+output element.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .backend import get_array_module
+from .tensor import Tensor
+
+__all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "jacobian"]
+
+
+def _raw(y: Any) -> Any:
+    return y.data if isinstance(y, Tensor) else np.asarray(y)
+
+
+def _diag(d: Any) -> Any:
+    """(..., n) -> (..., n, n) with d on the diagonal."""
+    xp = get_array_module(d)
+    n = d.shape[-1]
+    return d[..., :, None] * xp.eye(n, dtype=d.dtype)
+
+
+def softmax(y: Any) -> Any:
+    """Jacobian of y = softmax(x) along the last axis: J = diag(y) - y y^T.
+
+    Derivation: y_i = e^{x_i} / S with S = sum_k e^{x_k}, so
+    dy_i/dx_j = [i = j] e^{x_i} / S - e^{x_i} e^{x_j} / S^2 = y_i ([i = j] - y_j).
+    J is symmetric, each row sums to 0 (softmax ignores a constant added to x), and it is
+    unchanged by adding a constant to the logits since y is.
+    """
+    y = _raw(y)
+    return _diag(y) - y[..., :, None] * y[..., None, :]
+
+
+def log_softmax(y: Any) -> Any:
+    """Jacobian of y = log_softmax(x): J = I - 1 p^T, p = exp(y) = softmax(x).
+
+    Derivation: y_i = x_i - log S, dy_i/dx_j = [i = j] - e^{x_j} / S = [i = j] - p_j.
+    """
+    y = _raw(y)
+    xp = get_array_module(y)
+    p = xp.exp(y)
+    n = y.shape[-1]
+    return xp.eye(n, dtype=y.dtype) - xp.ones_like(y)[..., :, None] * p[..., None, :]
+
+
+def tanh(y: Any) -> Any:
+    """Jacobian of y = tanh(x) (elementwise): diag(1 - y^2)."""
+    y = _raw(y)
+    return _diag(1 - y * y)
+
+
+def sigmoid(y: Any) -> Any:
+    """Jacobian of y = sigmoid(x) (elementwise): diag(y (1 - y))."""
+    y = _raw(y)
+    return _diag(y * (1 - y))
+
+
+def relu(y: Any) -> Any:
+    """Jacobian of y = relu(x) (elementwise): diag(1[y > 0]) (0 at the kink x = 0)."""
+    y = _raw(y)
+    return _diag((y > 0).astype(y.dtype))
+
+
+def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
+    """The full Jacobian of ``fn`` at ``inputs`` by reverse mode, row by row.
+
+    ``inputs`` is a Tensor/array or a sequence of them. For output y and input x the result
+    has shape ``y.shape + x.shape`` with entry ``[i..., j...] = dy_i / dx_j``; for a sequence
+    of inputs a tuple with one such array per input. The inputs are copied, so the caller's
+    tensors and their ``.grad`` are untouched.
+    """
+    single = not isinstance(inputs, (list, tuple))
+    seq: Sequence[Any] = (inputs,) if single else tuple(inputs)
+    leaves = [Tensor(_raw(x), requires_grad=True) for x in seq]
+    y = fn(*leaves)
+    if not isinstance(y, Tensor):
+        raise TypeError(f"jacobian: fn must return a Tensor, got {type(y).__name__}")
+    xp = get_array_module(y.data)
+    out = [xp.zeros((y.size,) + x.shape, dtype=x.dtype) for x in leaves]
+    if y.requires_grad:
+        for i in range(y.size):
+            for x in leaves:
+                x.grad = None
+            onehot = xp.zeros(y.size, dtype=y.dtype)
+            onehot[i] = 1
+            y.backward(onehot.reshape(y.shape), retain_graph=True)
+            for k, x in enumerate(leaves):
+                if x.grad is not None:
+                    out[k][i] = x.grad
+    result = tuple(o.reshape(y.shape + x.shape) for o, x in zip(out, leaves))
+    return result[0] if single else result

@@ -1,0 +1,165 @@
+"""Activation primitives with hand-written, visible derivatives.
+
+The explicit Jacobian matrices of these ops are built by :mod:`tinygrad_rnn.jacobians`, and
+the tests check ``backward(g) == J^T g`` for each.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..backend import get_array_module
+from .base import Context, Function
+
+
+class ReLU(Function):
+    """y = max(x, 0).  Jacobian diag(1[x > 0]); VJP: dL/dx = g * 1[x > 0] (0 at x = 0)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        xp = get_array_module(x)
+        y = xp.maximum(x, xp.zeros((), dtype=x.dtype))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (y,) = ctx.saved_arrays
+        return g * (y > 0).astype(g.dtype)
+
+
+class Tanh(Function):
+    """y = tanh(x).  Jacobian diag(1 - y^2); VJP: dL/dx = g * (1 - y^2) (saved output)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        y = get_array_module(x).tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (y,) = ctx.saved_arrays
+        return g * (1 - y * y)
+
+
+def stable_sigmoid(x: Any) -> Any:
+    """sigma(x) = 1 / (1 + exp(-x)) without overflow, branch-free.
+
+    With e = exp(-|x|) (always in (0, 1], so it never overflows):
+    sigma(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0. Both are accurate to a few
+    ulps, including the far tails (sigma(-40) keeps its 4.2e-18, it does not round to 0).
+    """
+    xp = get_array_module(x)
+    e = xp.exp(-xp.abs(x))
+    inv = 1 / (1 + e)
+    return xp.where(x >= 0, inv, e * inv)
+
+
+class Sigmoid(Function):
+    """y = sigma(x).  Jacobian diag(y (1 - y)); VJP: dL/dx = g * y * (1 - y) (saved output).
+    Forward uses :func:`stable_sigmoid`."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        y = stable_sigmoid(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (y,) = ctx.saved_arrays
+        return g * y * (1 - y)
+
+
+def _masked_shift(x: Any, axis: int, mask: Any) -> tuple:
+    """Return (x - m, valid) where m is the max of the valid entries along ``axis``.
+
+    Masked entries of the shifted array are set to 0 (not -inf and never the input's value,
+    which may be inf or NaN), so nothing downstream overflows; ``valid`` is the boolean mask
+    broadcast to x's shape (None when no mask was given). A fully masked row gets m = 0.
+    """
+    xp = get_array_module(x)
+    if mask is None:
+        m = xp.max(x, axis=axis, keepdims=True) if x.size else x.sum(axis, keepdims=True)
+        return x - m, None
+    valid = xp.broadcast_to(xp.asarray(mask, dtype=bool), x.shape)
+    neg_inf = xp.asarray(-xp.inf, dtype=x.dtype)
+    if x.size:
+        m = xp.max(xp.where(valid, x, neg_inf), axis=axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros((), dtype=x.dtype))
+    else:
+        m = x.sum(axis, keepdims=True)
+    shifted = xp.where(valid, x - m, xp.zeros((), dtype=x.dtype))
+    return shifted, valid
+
+
+class Softmax(Function):
+    """y = softmax(x) along ``axis``, y_i = exp(x_i - m) / sum_j exp(x_j - m), m = max_j x_j.
+
+    Jacobian (per row): J = diag(y) - y y^T (symmetric, rows sum to 0).
+    VJP: dL/dx = J^T g = y * (g - sum_j g_j y_j).
+
+    ``mask`` (boolean, broadcastable to x; True = takes part): masked entries get probability
+    exactly 0 and gradient exactly 0, whatever their value (inf and NaN included); a fully
+    masked row gives all zeros and zero gradient, never NaN.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
+        xp = get_array_module(x)
+        shifted, valid = _masked_shift(x, axis, mask)
+        e = xp.exp(shifted)
+        if valid is not None:
+            e = xp.where(valid, e, xp.zeros((), dtype=x.dtype))
+        s = xp.sum(e, axis=axis, keepdims=True)
+        if valid is not None:
+            s = xp.where(s > 0, s, xp.ones((), dtype=x.dtype))
+        y = e / s
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (y,) = ctx.saved_arrays
+        gy = g * y
+        return gy - y * gy.sum(axis=ctx.axis, keepdims=True)
+
+
+class LogSoftmax(Function):
+    """y = log_softmax(x) = x - m - log sum_j exp(x_j - m) along ``axis`` (log-sum-exp form).
+
+    Jacobian (per row): J = I - 1 p^T with p = exp(y) = softmax(x).
+    VJP: dL/dx = J^T g = g - p * sum_j g_j.
+
+    ``mask`` (True = takes part): masked entries get -inf (log of probability 0) and
+    gradient exactly 0; a fully masked row is all -inf with zero gradient, never NaN.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
+        xp = get_array_module(x)
+        shifted, valid = _masked_shift(x, axis, mask)
+        e = xp.exp(shifted)
+        if valid is not None:
+            e = xp.where(valid, e, xp.zeros((), dtype=x.dtype))
+            s = xp.sum(e, axis=axis, keepdims=True)
+            lse = xp.log(xp.where(s > 0, s, xp.ones((), dtype=x.dtype)))
+            y = xp.where(valid, shifted - lse, xp.asarray(-xp.inf, dtype=x.dtype))
+            p = e / xp.where(s > 0, s, xp.ones((), dtype=x.dtype))
+        else:
+            s = xp.sum(e, axis=axis, keepdims=True)
+            y = shifted - xp.log(s)
+            p = e / s
+        ctx.save_for_backward(p)
+        ctx.valid = valid
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (p,) = ctx.saved_arrays
+        xp = get_array_module(g)
+        if ctx.valid is not None:
+            g = xp.where(ctx.valid, g, xp.zeros((), dtype=g.dtype))
+        return g - p * g.sum(axis=ctx.axis, keepdims=True)

@@ -1,0 +1,58 @@
+"""Matrix multiplication: 1-D, 2-D and batched with broadcasting (NumPy's matmul rules)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Context, Function, sum_to_shape
+from .elementwise import broadcast_shape
+
+
+def _swap(a: Any) -> Any:
+    return a.swapaxes(-1, -2)
+
+
+class MatMul(Function):
+    """C = A @ B.
+
+    Math: for 2-D A (n, k) and B (k, m), dL/dA = G B^T and dL/dB = A^T G. Batched operands
+    use the same formula on their last two axes; batch axes broadcast, and their gradients are
+    summed back over the broadcast axes. A 1-D left operand is treated as a row (1, k) and a
+    1-D right operand as a column (k, 1), the added axis removed from the result (NumPy rules).
+    """
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any) -> Any:
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError(
+                f"matmul: both operands need at least 1 dimension, got shapes {a.shape} and "
+                f"{b.shape} (use * for scalars)"
+            )
+        ka = a.shape[-1]
+        kb = b.shape[-2] if b.ndim >= 2 else b.shape[0]
+        if ka != kb:
+            dim_b = b.ndim - 2 if b.ndim >= 2 else 0
+            raise ValueError(
+                f"matmul: shapes {a.shape} and {b.shape} are not aligned: {ka} (dim "
+                f"{a.ndim - 1} of the first) != {kb} (dim {dim_b} of the second)"
+            )
+        if a.ndim > 2 or b.ndim > 2:
+            broadcast_shape("matmul (batch dimensions)", a.shape[:-2], b.shape[:-2])
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        a, b = ctx.saved_arrays
+        a2 = a[None, :] if a.ndim == 1 else a  # (.., n, k)
+        b2 = b[:, None] if b.ndim == 1 else b  # (.., k, m)
+        g2 = g
+        if a.ndim == 1:
+            g2 = g2[..., None, :]
+        if b.ndim == 1:
+            g2 = g2[..., None]
+        da = db = None
+        if ctx.needs_input_grad[0]:
+            da = sum_to_shape(g2 @ _swap(b2), a2.shape).reshape(a.shape)
+        if ctx.needs_input_grad[1]:
+            db = sum_to_shape(_swap(a2) @ g2, b2.shape).reshape(b.shape)
+        return da, db

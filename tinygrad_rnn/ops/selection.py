@@ -1,0 +1,126 @@
+"""Selection primitives: where, masked_fill, embedding lookup, dropout."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..backend import get_array_module
+from .base import Context, Function
+from .elementwise import broadcast_shape
+
+
+class Where(Function):
+    """z = where(cond, a, b).  VJP: dL/da = g where cond else 0; dL/db = g where not cond.
+
+    The branch not taken contributes an exact 0 (selected with ``where``, never by
+    multiplying by a 0/1 mask), so an inf or NaN there never reaches a gradient.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, a: Any, b: Any, cond: Any) -> Any:
+        xp = get_array_module(a, b)
+        cond = xp.asarray(cond)
+        if cond.dtype != bool:
+            raise TypeError(f"where: condition must be boolean, got dtype {cond.dtype}")
+        broadcast_shape("where", cond.shape, a.shape, b.shape)
+        ctx.save_for_backward(cond)
+        return xp.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        (cond,) = ctx.saved_arrays
+        xp = get_array_module(g)
+        zero = xp.zeros((), dtype=g.dtype)
+        return xp.where(cond, g, zero), xp.where(cond, zero, g)
+
+
+class MaskedFill(Function):
+    """y = x with entries where ``mask`` is True replaced by a constant ``value``.
+    VJP: dL/dx = g where mask is False, exactly 0 where it is True."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, mask: Any, value: float) -> Any:
+        xp = get_array_module(x)
+        mask = xp.asarray(mask)
+        if mask.dtype != bool:
+            raise TypeError(f"masked_fill: mask must be boolean, got dtype {mask.dtype}")
+        if broadcast_shape("masked_fill", x.shape, mask.shape) != x.shape:
+            raise ValueError(
+                f"masked_fill: mask of shape {mask.shape} does not broadcast to the input "
+                f"shape {x.shape}"
+            )
+        ctx.save_for_backward(mask)
+        return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (mask,) = ctx.saved_arrays
+        xp = get_array_module(g)
+        return xp.where(mask, xp.zeros((), dtype=g.dtype), g)
+
+
+def check_token_ids(op: str, ids: Any, size: int, what: str = "vocabulary size",
+                    ignore: int | None = None) -> None:
+    """Raise TypeError for non-integer ids and IndexError for an id outside [0, size)
+    (other than ``ignore``), naming the first offending value and its position. NumPy would
+    silently wrap negative ids around."""
+    xp = get_array_module(ids)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{op}: expected integer ids, got dtype {ids.dtype}")
+    bad = (ids < 0) | (ids >= size)
+    if ignore is not None:
+        bad &= ids != ignore
+    if bool(xp.any(bad)):
+        pos = tuple(int(i) for i in np.argwhere(np.asarray(_to_host(bad)))[0])
+        value = int(ids[pos])
+        raise IndexError(
+            f"{op}: id {value} at position {pos} is out of range for {what} {size}"
+            + (f" (ignore_index is {ignore})" if ignore is not None else "")
+        )
+
+
+def _to_host(a: Any) -> Any:
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
+
+
+class Embedding(Function):
+    """y = weight[ids]: row lookup.  VJP: dL/dweight[v] = sum of g at every position whose id
+    is v (scatter-add; repeated ids accumulate). Rows at ``padding_idx`` get zero gradient."""
+
+    @staticmethod
+    def forward(ctx: Context, weight: Any, ids: Any, padding_idx: int | None = None) -> Any:
+        xp = get_array_module(weight)
+        ids = xp.asarray(ids)
+        if weight.ndim != 2:
+            raise ValueError(f"embedding: weight must be 2-D (V, E), got shape {weight.shape}")
+        check_token_ids("embedding", ids, weight.shape[0])
+        ctx.save_for_backward(ids)
+        ctx.num_rows, ctx.padding_idx = weight.shape[0], padding_idx
+        return weight[ids]
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (ids,) = ctx.saved_arrays
+        xp = get_array_module(g)
+        dw = xp.zeros((ctx.num_rows, g.shape[-1]), dtype=g.dtype)
+        xp.add.at(dw, ids.reshape(-1), g.reshape(-1, g.shape[-1]))
+        if ctx.padding_idx is not None:
+            dw[ctx.padding_idx] = 0
+        return dw
+
+
+class Dropout(Function):
+    """y = x * m / (1 - p) with a fixed 0/1 mask m drawn by the caller (inverted dropout).
+    VJP: dL/dx = g * m / (1 - p)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, keep: Any, p: float) -> Any:
+        scale = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+        ctx.save_for_backward(scale)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        (scale,) = ctx.saved_arrays
+        return g * scale

@@ -1,0 +1,188 @@
+"""Shape primitives: reshape, transpose, broadcast, concatenate, stack, split, indexing.
+
+Their backward passes move gradient entries back to where the values came from; nothing is
+computed, so each VJP is exact.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..backend import get_array_module
+from .base import Context, Function
+from .elementwise import broadcast_shape
+
+
+class Reshape(Function):
+    """y = x.reshape(shape).  VJP: dL/dx = g.reshape(x.shape)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, shape: tuple) -> Any:
+        try:
+            y = x.reshape(shape)
+        except ValueError:
+            raise ValueError(
+                f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) "
+                f"into shape {tuple(shape)}"
+            ) from None
+        ctx.in_shape = x.shape
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return g.reshape(ctx.in_shape)
+
+
+class Transpose(Function):
+    """y = x.transpose(axes) (a permutation).  VJP: g transposed by the inverse permutation."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, axes: tuple | None = None) -> Any:
+        if axes is None:
+            axes = tuple(reversed(range(x.ndim)))
+        axes = tuple(a % x.ndim if x.ndim else a for a in axes)
+        if sorted(axes) != list(range(x.ndim)):
+            raise ValueError(
+                f"transpose: axes {axes} are not a permutation of the {x.ndim} dimensions "
+                f"of a tensor of shape {x.shape}"
+            )
+        ctx.inverse = tuple(sorted(range(len(axes)), key=lambda i: axes[i]))
+        return x.transpose(axes)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return g.transpose(ctx.inverse)
+
+
+class BroadcastTo(Function):
+    """y = broadcast_to(x, shape).  VJP: sum_to_shape(g, x.shape), done by the engine."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, shape: tuple) -> Any:
+        shape = tuple(shape)
+        if broadcast_shape("broadcast_to", x.shape, shape) != shape:
+            raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
+        return get_array_module(x).broadcast_to(x, shape).copy()
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return g
+
+
+def _check_same_but(op: str, arrays: Sequence[Any], axis: int, stacking: bool) -> int:
+    if not arrays:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    ref = arrays[0]
+    ndim = ref.ndim + (1 if stacking else 0)
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"{op}: axis {axis} is out of range for {ndim}-d results")
+    axis %= ndim
+    for k, a in enumerate(arrays[1:], start=1):
+        if stacking and a.shape != ref.shape:
+            raise ValueError(
+                f"{op}: all tensors must have the same shape, but tensor 0 has shape "
+                f"{ref.shape} and tensor {k} has shape {a.shape}"
+            )
+        if not stacking:
+            same = a.ndim == ref.ndim and all(
+                s == r for i, (s, r) in enumerate(zip(a.shape, ref.shape)) if i != axis
+            )
+            if not same:
+                raise ValueError(
+                    f"{op}: tensor 0 has shape {ref.shape} and tensor {k} has shape "
+                    f"{a.shape}; sizes must match except in dimension {axis}"
+                )
+    return axis
+
+
+class Concatenate(Function):
+    """y = concatenate(xs, axis).  VJP: g split back into the pieces' sizes along axis."""
+
+    @staticmethod
+    def forward(ctx: Context, *xs: Any, axis: int = 0) -> Any:
+        axis = _check_same_but("cat", xs, axis, stacking=False)
+        ctx.axis = axis
+        ctx.sizes = [x.shape[axis] for x in xs]
+        return get_array_module(*xs).concatenate(xs, axis=axis)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        out, start = [], 0
+        index: list[Any] = [slice(None)] * g.ndim
+        for size in ctx.sizes:
+            index[ctx.axis] = slice(start, start + size)
+            out.append(g[tuple(index)])
+            start += size
+        return tuple(out)
+
+
+class Stack(Function):
+    """y = stack(xs, axis) (a new axis).  VJP: piece k gets g indexed at k along axis."""
+
+    @staticmethod
+    def forward(ctx: Context, *xs: Any, axis: int = 0) -> Any:
+        axis = _check_same_but("stack", xs, axis, stacking=True)
+        ctx.axis = axis
+        return get_array_module(*xs).stack(xs, axis=axis)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        xp = get_array_module(g)
+        return tuple(xp.take(g, k, axis=ctx.axis) for k in range(g.shape[ctx.axis]))
+
+
+class Split(Function):
+    """ys = split(x, sizes, axis) (torch semantics: a piece size or a list of sizes).
+    VJP: the pieces' gradients concatenated along axis (zeros for unused pieces)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, sizes: Sequence[int], axis: int = 0) -> tuple:
+        if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
+            raise IndexError(f"split: axis {axis} is out of range for shape {x.shape}")
+        axis %= x.ndim
+        if sum(sizes) != x.shape[axis] or any(s < 0 for s in sizes):
+            raise ValueError(
+                f"split: sizes {list(sizes)} do not add up to {x.shape[axis]}, the size of "
+                f"dimension {axis} of shape {x.shape}"
+            )
+        ctx.axis = axis
+        out, start = [], 0
+        index: list[Any] = [slice(None)] * x.ndim
+        for size in sizes:
+            index[axis] = slice(start, start + size)
+            out.append(x[tuple(index)].copy())
+            start += size
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx: Context, *gs: Any) -> Any:
+        return get_array_module(*gs).concatenate(gs, axis=ctx.axis)
+
+
+def _is_advanced(index: tuple) -> bool:
+    return any(not isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index)
+
+
+class GetItem(Function):
+    """y = x[index] for basic (ints, slices, None, ...) and advanced (integer or boolean
+    arrays) indices.  VJP: scatter g back into zeros of x's shape; repeated integer indices
+    accumulate (``add.at``), they do not overwrite."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, index: tuple) -> Any:
+        try:
+            y = x[index]
+        except IndexError as err:
+            raise IndexError(f"getitem: index {index!r} for shape {x.shape}: {err}") from None
+        ctx.index, ctx.in_shape, ctx.advanced = index, x.shape, _is_advanced(index)
+        xp = get_array_module(x)
+        return y.copy() if ctx.advanced is False and y.base is not None else xp.asarray(y)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        xp = get_array_module(g)
+        dx = xp.zeros(ctx.in_shape, dtype=g.dtype)
+        if ctx.advanced:
+            xp.add.at(dx, ctx.index, g)
+        else:
+            dx[ctx.index] = g
+        return dx

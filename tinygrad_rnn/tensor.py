@@ -1,0 +1,747 @@
+"""The :class:`Tensor`: an array, its gradient, and the op that created it.
+
+A tensor that requires a gradient and was made by an op points to that op's node
+(``_ctx``); the node points to its input tensors. Nodes never point to their outputs, so a
+graph is a tree of references from the loss down to the leaves and is freed by reference
+counting alone.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import engine
+from .backend import DEFAULT_FLOAT, get_array_module, is_float_dtype, result_float_dtype
+from .ops import base as _base
+from .ops import (
+    Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
+    Max, Maximum, Mean, Minimum, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Softmax, Split, Sqrt,
+    Stack, Sub, Sum, Tanh, Transpose, Where,
+)
+from .ops.base import Context, Function
+
+__all__ = [
+    "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
+    "randn", "rand", "cat", "concatenate", "stack", "split", "where",
+]
+
+
+class _Version:
+    """A counter shared by a tensor and its detached views; bumped by every in-place write."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class RemovableHandle:
+    """Returned by :meth:`Tensor.register_hook`; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _to_array(data: Any, dtype: Any = None, copy: bool = True) -> Any:
+    """Array from user data under the dtype policy (see :mod:`tinygrad_rnn.backend`)."""
+    if isinstance(data, Tensor):
+        data = data.data
+    xp = get_array_module(data)
+    if dtype is not None:
+        return xp.array(data, dtype=dtype, copy=copy)
+    if isinstance(data, (np.ndarray, np.generic)) or xp is not np:
+        return xp.array(data, copy=copy)
+    arr = np.asarray(data)
+    if arr.dtype == np.float64:  # Python floats (and lists of them) become float32
+        arr = arr.astype(DEFAULT_FLOAT)
+    elif arr.dtype.kind == "U" or arr.dtype == object:
+        raise TypeError(f"Tensor: cannot make a tensor from data of dtype {arr.dtype}")
+    return arr
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    Parameters
+    ----------
+    data : array-like
+        Python numbers and lists become ``float32`` (floats) or ``int64`` (ints); NumPy
+        arrays keep their dtype (float64 stays float64). The data is copied.
+    requires_grad : bool
+        Record operations on this tensor so ``backward()`` can compute ``.grad``. Only
+        floating-point tensors can require a gradient.
+    dtype : dtype, optional
+        Convert the data to this dtype.
+
+    Notes
+    -----
+    ``.grad`` is a plain backend array (not a Tensor), accumulated over backward passes until
+    zeroed. Operations with a Python or NumPy scalar keep the tensor's float dtype.
+    """
+
+    __slots__ = ("_data", "grad", "_requires_grad", "_ctx", "_out_index", "_version",
+                 "_hooks", "name", "__weakref__")
+    __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected operators
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
+        self._data = _to_array(data, dtype)
+        self.grad: Any = None
+        self._ctx: Context | None = None
+        self._out_index = 0
+        self._version = _Version()
+        self._hooks: list[Callable] = []
+        self.name: str | None = None
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def _wrap(cls, array: Any) -> "Tensor":
+        """A tensor around an existing array, without copying (for ops and kernels)."""
+        t = cls.__new__(cls)
+        t._data = array
+        t.grad = None
+        t._ctx = None
+        t._out_index = 0
+        t._version = _Version()
+        t._hooks = []
+        t.name = None
+        t._requires_grad = False
+        return t
+
+    # ---------------------------------------------------------------- basic properties
+    @property
+    def data(self) -> Any:
+        """The underlying array. Assigning to it counts as an in-place write."""
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value if not isinstance(value, Tensor) else value.data
+        self._version.value += 1
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place on a leaf tensor; returns self."""
+        if requires_grad and not is_float_dtype(self.dtype):
+            raise TypeError(
+                f"only floating-point tensors can require a gradient, got dtype {self.dtype}"
+            )
+        if self._ctx is not None and not requires_grad:
+            raise RuntimeError(
+                "requires_grad can only be switched off on a leaf tensor; use detach()"
+            )
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not made by a recorded op (parameters, inputs)."""
+        return self._ctx is None
+
+    @property
+    def grad_fn(self) -> Context | None:
+        """The node of the op that made this tensor (None for leaves)."""
+        return self._ctx
+
+    @property
+    def device(self) -> str:
+        return "cpu" if get_array_module(self._data) is np else "cuda"
+
+    @property
+    def T(self) -> "Tensor":
+        """The transpose (all axes reversed)."""
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Tensor(")
+        extra = f", dtype={self.dtype}"
+        if self._ctx is not None:
+            extra += f", grad_fn={self._ctx.name}"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"Tensor({body}{extra})"
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor of shape {self.shape} is ambiguous"
+            )
+        return bool(self._data)
+
+    __hash__ = object.__hash__
+
+    # ---------------------------------------------------------------- conversion
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array (shares memory on the CPU; an explicit copy from a GPU)."""
+        if get_array_module(self._data) is np:
+            return self._data
+        return self._data.get()
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self.size != 1:
+            raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def detach(self) -> "Tensor":
+        """A new leaf sharing this tensor's data (and version counter), cut from the graph."""
+        t = Tensor._wrap(self._data)
+        t._version = self._version
+        return t
+
+    def clone(self) -> "Tensor":
+        """A differentiable copy (gradient flows back to this tensor)."""
+        return _Copy.apply(self)
+
+    def astype(self, dtype: Any) -> "Tensor":
+        """A copy in another dtype; differentiable between float dtypes."""
+        if np.dtype(dtype) == self.dtype:
+            return self
+        return _Cast.apply(self, dtype=np.dtype(dtype))
+
+    def float(self) -> "Tensor":
+        return self.astype(np.float32)
+
+    def double(self) -> "Tensor":
+        return self.astype(np.float64)
+
+    # ---------------------------------------------------------------- autograd
+    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
+        """Compute dL/dleaf for every leaf that requires a gradient, L being this tensor.
+
+        ``grad`` is dL/dself; it may be omitted only for a one-element tensor (then 1).
+        The graph's saved state is freed afterwards unless ``retain_graph=True``.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward(): this tensor does not require a gradient and has no graph "
+                "(no input had requires_grad=True, or it was computed under no_grad)"
+            )
+        xp = get_array_module(self._data)
+        if grad is None:
+            if self.size != 1:
+                raise RuntimeError(
+                    f"backward(): grad can be omitted only for a one-element tensor, this one "
+                    f"has shape {self.shape}; pass grad=dL/dself or reduce it (e.g. .sum())"
+                )
+            grad = xp.ones(self.shape, dtype=self.dtype)
+        else:
+            grad = grad.data if isinstance(grad, Tensor) else grad
+            grad = xp.asarray(grad)
+            if grad.shape != self.shape:
+                raise ValueError(
+                    f"backward(): grad has shape {grad.shape} but the tensor has shape "
+                    f"{self.shape}"
+                )
+            if grad.dtype != self.dtype:
+                grad = grad.astype(self.dtype)
+        engine.run_backward(self, grad, retain_graph=retain_graph)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
+        if self._ctx is None:
+            return
+        ctx = self._ctx
+        if ctx.out_retain is None:
+            ctx.out_retain = {}
+        ctx.out_retain[self._out_index] = weakref.ref(self)
+
+    def register_hook(self, hook: Callable[[Any], Any]) -> RemovableHandle:
+        """Call ``hook(grad)`` when dL/dself has been computed; a non-None return value
+        replaces the gradient that flows on. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("register_hook: this tensor does not require a gradient")
+        if self._ctx is None:
+            hooks = self._hooks
+        else:
+            if self._ctx.out_hooks is None:
+                self._ctx.out_hooks = {}
+            hooks = self._ctx.out_hooks.setdefault(self._out_index, [])
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    # ---------------------------------------------------------------- in-place writes
+    def _check_inplace(self, op: str) -> None:
+        if self.requires_grad and engine.is_grad_enabled():
+            raise RuntimeError(
+                f"{op}: in-place write to a tensor that requires a gradient would not be "
+                f"recorded; do it inside tr.no_grad() (e.g. a parameter update)"
+            )
+
+    def _bump(self) -> "Tensor":
+        self._version.value += 1
+        return self
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._check_inplace("__setitem__")
+        self._data[_index(index)] = value.data if isinstance(value, Tensor) else value
+        self._bump()
+
+    def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
+        self._check_inplace("add_")
+        o = _raw_like(other, self)
+        self._data += o if alpha == 1.0 else o * self.dtype.type(alpha)
+        return self._bump()
+
+    def sub_(self, other: Any) -> "Tensor":
+        self._check_inplace("sub_")
+        self._data -= _raw_like(other, self)
+        return self._bump()
+
+    def mul_(self, other: Any) -> "Tensor":
+        self._check_inplace("mul_")
+        self._data *= _raw_like(other, self)
+        return self._bump()
+
+    def div_(self, other: Any) -> "Tensor":
+        self._check_inplace("div_")
+        self._data /= _raw_like(other, self)
+        return self._bump()
+
+    def copy_(self, other: Any) -> "Tensor":
+        self._check_inplace("copy_")
+        src = other.data if isinstance(other, Tensor) else other
+        if tuple(np.shape(src)) != self.shape and np.ndim(src) != 0:
+            raise ValueError(f"copy_: source shape {np.shape(src)} != tensor shape {self.shape}")
+        self._data[...] = src
+        return self._bump()
+
+    def fill_(self, value: float) -> "Tensor":
+        self._check_inplace("fill_")
+        self._data[...] = value
+        return self._bump()
+
+    def zero_(self) -> "Tensor":
+        return self.fill_(0)
+
+    def clip_(self, min: float | None = None, max: float | None = None) -> "Tensor":
+        self._check_inplace("clip_")
+        xp = get_array_module(self._data)
+        xp.clip(self._data, min, max, out=self._data)
+        return self._bump()
+
+    # ---------------------------------------------------------------- arithmetic sugar
+    def __add__(self, o: Any) -> "Tensor":
+        return Add.apply(self, o)
+
+    def __radd__(self, o: Any) -> "Tensor":
+        return Add.apply(o, self)
+
+    def __sub__(self, o: Any) -> "Tensor":
+        return Sub.apply(self, o)
+
+    def __rsub__(self, o: Any) -> "Tensor":
+        return Sub.apply(o, self)
+
+    def __mul__(self, o: Any) -> "Tensor":
+        return Mul.apply(self, o)
+
+    def __rmul__(self, o: Any) -> "Tensor":
+        return Mul.apply(o, self)
+
+    def __truediv__(self, o: Any) -> "Tensor":
+        return Div.apply(self, o)
+
+    def __rtruediv__(self, o: Any) -> "Tensor":
+        return Div.apply(o, self)
+
+    def __neg__(self) -> "Tensor":
+        return Neg.apply(self)
+
+    def __pow__(self, exponent: Any) -> "Tensor":
+        if isinstance(exponent, Tensor) or np.ndim(exponent) != 0:
+            raise TypeError("pow: only a constant scalar exponent is supported; use exp/log")
+        return Pow.apply(self, exponent=float(exponent))
+
+    def __matmul__(self, o: Any) -> "Tensor":
+        return MatMul.apply(self, o)
+
+    def __rmatmul__(self, o: Any) -> "Tensor":
+        return MatMul.apply(o, self)
+
+    def __getitem__(self, index: Any) -> "Tensor":
+        return GetItem.apply(self, index=_index(index))
+
+    # comparisons give boolean tensors without gradient
+    def __lt__(self, o: Any) -> "Tensor":
+        return Tensor._wrap(self._data < _raw_like(o, self))
+
+    def __le__(self, o: Any) -> "Tensor":
+        return Tensor._wrap(self._data <= _raw_like(o, self))
+
+    def __gt__(self, o: Any) -> "Tensor":
+        return Tensor._wrap(self._data > _raw_like(o, self))
+
+    def __ge__(self, o: Any) -> "Tensor":
+        return Tensor._wrap(self._data >= _raw_like(o, self))
+
+    def eq(self, o: Any) -> "Tensor":
+        """Elementwise ==, as a boolean tensor (``==`` itself is identity, so tensors can be
+        kept in sets and dicts)."""
+        return Tensor._wrap(self._data == _raw_like(o, self))
+
+    def ne(self, o: Any) -> "Tensor":
+        return Tensor._wrap(self._data != _raw_like(o, self))
+
+    # ---------------------------------------------------------------- NumPy-named methods
+    def sum(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
+        return Sum.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
+        return Mean.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
+        return Max.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
+        return -Max.apply(-self, axis=_axis(axis, dim), keepdims=keepdims)
+
+    def reshape(self, *shape: Any) -> "Tensor":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return Reshape.apply(self, shape=tuple(int(s) for s in shape))
+
+    view = reshape
+
+    def flatten(self) -> "Tensor":
+        return self.reshape(-1)
+
+    def transpose(self, *axes: Any) -> "Tensor":
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return Transpose.apply(self, axes=tuple(axes) if axes else None)
+
+    permute = transpose
+
+    def swapaxes(self, a: int, b: int) -> "Tensor":
+        axes = list(range(self.ndim))
+        axes[a], axes[b] = axes[b], axes[a]
+        return self.transpose(tuple(axes))
+
+    def unsqueeze(self, axis: int) -> "Tensor":
+        axis = axis % (self.ndim + 1)
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def squeeze(self, axis: int | None = None) -> "Tensor":
+        if axis is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        axis %= self.ndim
+        if self.shape[axis] != 1:
+            return self
+        return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
+
+    def broadcast_to(self, shape: Sequence[int]) -> "Tensor":
+        return BroadcastTo.apply(self, shape=tuple(shape))
+
+    expand = broadcast_to
+
+    def exp(self) -> "Tensor":
+        return Exp.apply(self)
+
+    def log(self) -> "Tensor":
+        return Log.apply(self)
+
+    def sqrt(self) -> "Tensor":
+        return Sqrt.apply(self)
+
+    def abs(self) -> "Tensor":
+        return Abs.apply(self)
+
+    def tanh(self) -> "Tensor":
+        return Tanh.apply(self)
+
+    def sigmoid(self) -> "Tensor":
+        return Sigmoid.apply(self)
+
+    def relu(self) -> "Tensor":
+        return ReLU.apply(self)
+
+    def softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
+        return Softmax.apply(self, axis=axis, mask=_raw_or_none(mask))
+
+    def log_softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
+        return LogSoftmax.apply(self, axis=axis, mask=_raw_or_none(mask))
+
+    def clip(self, min: float | None = None, max: float | None = None) -> "Tensor":
+        return Clip.apply(self, lo=min, hi=max)
+
+    clamp = clip
+
+    def maximum(self, other: Any) -> "Tensor":
+        return Maximum.apply(self, other)
+
+    def minimum(self, other: Any) -> "Tensor":
+        return Minimum.apply(self, other)
+
+    def pow(self, exponent: float) -> "Tensor":
+        return self ** exponent
+
+    def matmul(self, other: Any) -> "Tensor":
+        return MatMul.apply(self, other)
+
+    def masked_fill(self, mask: Any, value: float) -> "Tensor":
+        from .ops import MaskedFill
+
+        return MaskedFill.apply(self, mask=_raw_or_none(mask), value=value)
+
+
+class _Copy(Function):
+    """y = a copy of x.  VJP: dL/dx = g."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any) -> Any:
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return g
+
+
+class _Cast(Function):
+    """y = x converted to another float dtype.  VJP: g converted back to x's dtype."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, dtype: Any) -> Any:
+        ctx.in_dtype = x.dtype
+        return x.astype(dtype)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return g.astype(ctx.in_dtype)
+
+
+# ------------------------------------------------------------------------- helpers
+def _axis(axis: Any, dim: Any) -> Any:
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("give axis or dim, not both")
+        return dim
+    return axis
+
+
+def _raw_or_none(x: Any) -> Any:
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _raw_like(x: Any, ref: Tensor) -> Any:
+    """Raw array for an operand combined with ``ref``: scalars take ref's float dtype."""
+    if isinstance(x, Tensor):
+        return x.data
+    if isinstance(x, (bool, int, float, np.generic)) and is_float_dtype(ref.dtype):
+        return get_array_module(ref.data).asarray(x, dtype=ref.dtype)
+    return x
+
+
+def _index(index: Any) -> Any:
+    """Normalise an index: tensors and lists become arrays; always a tuple."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    out = []
+    for i in index:
+        if isinstance(i, Tensor):
+            i = i.data
+        elif isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.dtype.kind not in "iub":
+            raise IndexError(f"tensors used as indices must be integer or boolean, got "
+                             f"dtype {i.dtype}")
+        out.append(i)
+    return tuple(out)
+
+
+def _as_input(x: Any, float_dtype: np.dtype, first: Tensor | None) -> Tensor:
+    """An op input as a Tensor. A scalar takes the float dtype of the op's tensor inputs
+    (an integer scalar next to integer tensors keeps their dtype), so a scalar never
+    promotes float32 to float64."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float, np.generic)):
+        dtype = float_dtype
+        if first is not None and not is_float_dtype(first.dtype) and (
+            isinstance(x, (bool, int)) or np.dtype(type(x)).kind in "iub"
+        ):
+            dtype = first.dtype
+        return Tensor._wrap(get_array_module(first.data if first is not None else None).asarray(x, dtype))
+    return Tensor._wrap(_to_array(x, copy=False))
+
+
+def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
+    """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
+    requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`."""
+    tensors_in = [x for x in inputs if isinstance(x, Tensor)]
+    float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
+    first = tensors_in[0] if tensors_in else None
+    tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
+    ctx = Context(fn)
+    record = engine.is_grad_enabled() and any(t._requires_grad for t in tensors)
+    ctx.needs_input_grad = tuple(t._requires_grad and record for t in tensors)
+    raw = fn.forward(ctx, *(t._data for t in tensors), **constants)
+    multi = isinstance(raw, tuple)
+    outs = raw if multi else (raw,)
+    results = tuple(Tensor._wrap(o) for o in outs)
+    if record:
+        ctx.inputs = tensors
+        ctx.n_outputs = len(outs)
+        xp = get_array_module(*outs)
+        ctx.out_meta = tuple((o.shape, o.dtype, xp) for o in outs)
+        ctx.out_hooks = None
+        ctx.out_retain = None
+        float_dtypes = {t.dtype for t in tensors if is_float_dtype(t.dtype)}
+        float_dtypes |= {o.dtype for o in outs if is_float_dtype(o.dtype)}
+        ctx.mixed_dtypes = len(float_dtypes) > 1
+        versions = []
+        for a in ctx.saved_arrays:
+            for k, t in enumerate(tensors):
+                if a is t._data:
+                    versions.append((t._version, t._version.value,
+                                     f"input {k} of shape {t.shape}"))
+            for k, r in enumerate(results):
+                if a is r._data:
+                    versions.append((r._version, 0, f"output {k} of shape {r.shape}"))
+        ctx.saved_versions = versions
+        for i, r in enumerate(results):
+            if is_float_dtype(r.dtype):
+                r._ctx = ctx
+                r._out_index = i
+                r._requires_grad = True
+    return results if multi else results[0]
+
+
+_base._apply_impl = _apply
+
+
+# ------------------------------------------------------------------------- creation
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
+    """Same as ``Tensor(data, requires_grad, dtype)``."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def zeros(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False) -> Tensor:
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return Tensor(np.zeros(shape, dtype=dtype), requires_grad=requires_grad)
+
+
+def ones(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False) -> Tensor:
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return Tensor(np.ones(shape, dtype=dtype), requires_grad=requires_grad)
+
+
+def full(shape: Sequence[int], value: float, dtype: Any = DEFAULT_FLOAT,
+         requires_grad: bool = False) -> Tensor:
+    return Tensor(np.full(tuple(shape), value, dtype=dtype), requires_grad=requires_grad)
+
+
+def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
+    xp = get_array_module(t.data)
+    return Tensor(xp.zeros(t.shape, dtype=t.dtype), requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
+    xp = get_array_module(t.data)
+    return Tensor(xp.ones(t.shape, dtype=t.dtype), requires_grad=requires_grad)
+
+
+def arange(*args: Any, dtype: Any = None) -> Tensor:
+    return Tensor(np.arange(*args, dtype=dtype))
+
+
+def randn(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples from ``generator`` (a seed or numpy Generator)."""
+    from .random import get_generator
+
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    data = get_generator(generator).standard_normal(shape).astype(dtype)
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def rand(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform [0, 1) samples from ``generator`` (a seed or numpy Generator)."""
+    from .random import get_generator
+
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    data = get_generator(generator).random(shape).astype(dtype)
+    return Tensor(data, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------------- joining
+def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
+    """Concatenate along an existing axis (torch.cat / numpy.concatenate)."""
+    return Concatenate.apply(*tensors, axis=_axis(axis, dim) if dim is not None else axis)
+
+
+concatenate = cat
+
+
+def stack(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
+    """Stack along a new axis."""
+    return Stack.apply(*tensors, axis=dim if dim is not None else axis)
+
+
+def split(x: Tensor, split_size_or_sections: Any, axis: int = 0, *,
+          dim: int | None = None) -> tuple:
+    """Split into pieces (torch semantics): an int gives pieces of that size (the last may be
+    smaller); a list gives the sizes of the pieces."""
+    axis = dim if dim is not None else axis
+    n = x.shape[axis]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise ValueError(f"split: split size must be positive, got {step}")
+        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+    out = Split.apply(x, sizes=sizes, axis=axis)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def where(condition: Any, a: Any, b: Any) -> Tensor:
+    """Elementwise choice: ``a`` where condition is True, else ``b``."""
+    cond = condition.data if isinstance(condition, Tensor) else condition
+    return Where.apply(a, b, cond=cond)
