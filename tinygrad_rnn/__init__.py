@@ -18,6 +18,9 @@ from .tensor import (
     Tensor, arange, cat, concatenate, full, ones, ones_like, rand, randn, split, stack,
     tensor, where, zeros, zeros_like,
 )
+from . import optim
+from . import nn
+from .io import load, save
 
 __version__ = "0.1.0"
 
@@ -27,6 +30,7 @@ __all__ = [
     "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck", "GradcheckError",
     "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "Function",
     "sum_to_shape", "manual_seed", "get_generator", "__version__",
+    "nn", "save", "load",
 ]
 
 

@@ -121,7 +121,14 @@ def _check_versions(node: Context) -> None:
 
 def _fit_grad(node: Context, index: int, grad: Any, tensor: Any) -> Any:
     """Reduce an op's input gradient to the input's shape and check shape and dtype."""
-    grad = sum_to_shape(grad, tensor.shape)
+    try:
+        grad = sum_to_shape(grad, tensor.shape)
+    except ValueError:
+        grad_shape = getattr(grad, "shape", None)
+        raise RuntimeError(
+            f"{node.name}.backward returned a gradient of shape {grad_shape} for input "
+            f"{index} of shape {tensor.shape}, and it is not a broadcast of that shape"
+        ) from None
     if grad.shape != tensor.shape:
         raise RuntimeError(
             f"{node.name}.backward returned a gradient of shape {grad.shape} for input "

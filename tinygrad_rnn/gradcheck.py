@@ -1,21 +1,31 @@
 """Gradient checking by central differences, in float64.
 
+The derivation behind every choice here (step size, tolerances, float64, directional checks)
+is in ``docs/gradcheck.md``; equation numbers below refer to that page.
+
 Why float64: a central difference (f(x + eps) - f(x - eps)) / (2 eps) has truncation error
-O(eps^2) and round-off error about u |f| / eps (u the unit round-off). In float64
-(u = 1.1e-16) eps = 1e-6 gives both near 1e-10..1e-12; in float32 (u = 6e-8) the round-off
-alone is about 0.06 |f| at that eps, and no eps makes both small, so float32 inputs are
-refused. Check float32 code by comparing its result with the float64 result instead.
+O(eps^2) and round-off error about u |f| / eps (u the unit round-off), eq. (3). In float64
+(u = 1.1e-16) eps = 1e-6 makes both about 1e-10 |f|; in float32 (u = 6e-8) the round-off
+alone is about 0.06 |f| at that eps, and the best eps (about u^(1/3) = 4e-3) still leaves
+errors near 1e-5 |f|, so float32 inputs are refused. Check float32 code by comparing its result
+with the float64 result instead.
 
 Two modes:
 
 * ``mode='full'``: the whole Jacobian, column by column by finite differences (two
-  evaluations per input element) and row by row by reverse mode; every entry compared.
+  evaluations per input element) and row by row by reverse mode (one backward per output
+  element); every entry compared.
 * ``mode='directional'``: for large inputs, random unit directions u (over all inputs at once)
-  and random output weights v: the numeric (v^T f(x + eps u) - v^T f(x - eps u)) / (2 eps)
+  and a random output weighting v: the numeric (v^T f(x + eps u) - v^T f(x - eps u)) / (2 eps)
   against the analytic sum_k <dL/dx_k, u_k> with L = v^T f. Costs two evaluations and one
-  backward per direction.
+  backward per direction. On a failure, the failing direction is re-tried one input at a time
+  to name the input whose gradient is wrong.
 
-An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|``.
+An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|`` (eq. 6).
+
+Outputs may be a Tensor or a (nested) tuple/list of Tensors; ``None`` entries and integer or
+boolean outputs (indices, masks) carry no gradient and are skipped. Floating-point outputs must
+be float64: finite differences of a float32 output are as meaningless as of a float32 input.
 """
 from __future__ import annotations
 
@@ -24,11 +34,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .backend import get_array_module
+from .backend import get_array_module, is_float_dtype
 from .engine import no_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport"]
+
+_MODES = ("full", "directional")
 
 
 class GradcheckError(AssertionError):
@@ -41,7 +53,37 @@ class GradcheckError(AssertionError):
 
 @dataclass
 class GradcheckReport:
-    """Result of a check: the worst entry and the maximal errors."""
+    """Result of a check: the worst entry and the maximal errors.
+
+    Attributes
+    ----------
+    passed : bool
+        True when every compared entry (or direction) is within tolerance.
+    mode : str
+        ``'full'`` or ``'directional'``.
+    max_abs_error : float
+        Largest ``|analytic - numeric|`` over all compared entries (or directions).
+    max_rel_error : float
+        Largest ``|analytic - numeric| / |numeric|`` over the entries whose ``|numeric|``
+        exceeds ``atol`` (a relative error is meaningless for near-zero derivatives).
+    input_index : int
+        Index (into ``inputs``) of the input with the worst entry; in directional mode the
+        input the failing direction was traced to (-1 when it passed).
+    output_index : int
+        Index of the (flattened) output of the worst entry; -1 in directional mode.
+    element : tuple
+        Multi-index of the worst entry inside that input (full mode); ``()`` otherwise.
+    analytic, numeric : float
+        The worst entry's reverse-mode and finite-difference values (in directional mode the
+        two values of v^T J u for the worst direction).
+    entries : int
+        Number of Jacobian entries (full) or directions (directional) compared.
+    direction : int
+        Directional mode: index of the worst direction; -1 in full mode.
+    label : str
+        Human-readable name of ``input_index`` (``'input 1'``, or a parameter name when the
+        check was run by :func:`tinygrad_rnn.testing.check_module`).
+    """
 
     passed: bool
     mode: str
@@ -53,38 +95,105 @@ class GradcheckReport:
     analytic: float = 0.0
     numeric: float = 0.0
     entries: int = 0
+    direction: int = -1
+    label: str = ""
+
+    @property
+    def abs_error(self) -> float:
+        """``|analytic - numeric|`` of the worst entry."""
+        return abs(self.analytic - self.numeric)
+
+    @property
+    def rel_error(self) -> float:
+        """``|analytic - numeric| / |numeric|`` of the worst entry (inf when numeric is 0)."""
+        if self.numeric == 0:
+            return 0.0 if self.abs_error == 0 else float("inf")
+        return self.abs_error / abs(self.numeric)
 
 
-def _outputs(fn: Callable, args: Sequence[Any]) -> tuple:
-    out = fn(*args)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    for o in outs:
-        if not isinstance(o, Tensor):
-            raise TypeError(f"gradcheck: fn must return Tensors, got {type(o).__name__}")
-    return tuple(outs)
+# ----------------------------------------------------------------------------- helpers
+def _host(a: Any) -> np.ndarray:
+    """A NumPy float64 copy of a backend array (CuPy arrays are copied to the host)."""
+    if get_array_module(a) is not np:
+        a = a.get()
+    return np.array(a, dtype=np.float64, copy=True)
+
+
+def flatten_outputs(out: Any) -> list:
+    """The Tensors in ``out`` (a Tensor or a nested tuple/list of them), depth first.
+
+    ``None`` entries are dropped; anything else that is not a Tensor raises ``TypeError``.
+    """
+    flat: list = []
+    stack = [out]
+    while stack:
+        item = stack.pop()
+        if item is None:
+            continue
+        if isinstance(item, Tensor):
+            flat.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+        else:
+            raise TypeError(
+                f"gradcheck: fn must return a Tensor or a (nested) tuple/list of Tensors, "
+                f"got an element of type {type(item).__name__}"
+            )
+    return flat
+
+
+def _float_outputs(fn: Callable, args: Sequence[Any]) -> list:
+    """Run ``fn`` and return its floating-point outputs (those that can carry a gradient)."""
+    outs = [o for o in flatten_outputs(fn(*args)) if is_float_dtype(o.dtype)]
+    for i, o in enumerate(outs):
+        if o.dtype != np.float64:
+            raise TypeError(
+                f"gradcheck: floating-point output {i} has dtype {o.dtype} although every "
+                f"checked input is float64; finite differences of a {o.dtype} output are "
+                f"swamped by its round-off, so the check would be meaningless. Make fn keep "
+                f"float64 (an op must not change the dtype of its inputs)."
+            )
+    return outs
+
+
+def _refuse_low_precision(k: int, x: Tensor) -> None:
+    if x.dtype != np.float64:
+        raise TypeError(
+            f"gradcheck: input {k} has dtype {x.dtype}; finite differences need float64. In "
+            f"float32 (unit round-off 6e-8) the round-off error of a central difference at "
+            f"eps=1e-6 is about 6% of |f|, and even the best step (eps ~ 4e-3) leaves "
+            f"errors near 1e-5 |f|, so the check would be meaningless. Convert with "
+            f".double(), and check float32 code against the float64 result instead."
+        )
 
 
 def _prepare(inputs: Any) -> tuple[list, list[int]]:
+    """Copy the inputs that require a gradient into fresh float64 leaves."""
     seq = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     args, diff = [], []
     for k, x in enumerate(seq):
         if isinstance(x, Tensor) and x.requires_grad:
-            if x.dtype != np.float64:
-                raise TypeError(
-                    f"gradcheck: input {k} has dtype {x.dtype}; finite differences need "
-                    f"float64 (in float32 the round-off of a central difference at eps=1e-6 is "
-                    f"about 6% of |f|, so the check would be meaningless). Convert with "
-                    f".double(), and check float32 code against the float64 result instead."
-                )
-            args.append(Tensor(x.data.copy(), requires_grad=True))
+            _refuse_low_precision(k, x)
+            xp = get_array_module(x.data)
+            args.append(Tensor(xp.array(x.data, copy=True, order="C"), requires_grad=True))
             diff.append(k)
         else:
             args.append(x)
     if not diff:
-        raise ValueError("gradcheck: no input requires a gradient")
+        raise ValueError("gradcheck: no input requires a gradient (nothing to check)")
     return args, diff
 
 
+def _check_settings(mode: str, eps: float, n_directions: int) -> None:
+    if mode not in _MODES:
+        raise ValueError(f"gradcheck: mode must be 'full' or 'directional', got {mode!r}")
+    if not eps > 0:
+        raise ValueError(f"gradcheck: eps must be positive, got {eps}")
+    if mode == "directional" and n_directions < 1:
+        raise ValueError(f"gradcheck: n_directions must be at least 1, got {n_directions}")
+
+
+# ----------------------------------------------------------------------------- public entry
 def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, mode: str = "full", n_directions: int = 8,
               seed: int = 0, raise_exception: bool = True) -> bool | GradcheckReport:
@@ -93,55 +202,116 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
     Parameters
     ----------
     fn : callable
-        Takes the inputs, returns a Tensor or a tuple of Tensors.
+        Takes the inputs (in order), returns a Tensor or a (nested) tuple/list of Tensors.
     inputs : Tensor or sequence
-        Tensors with ``requires_grad=True`` (float64) are checked; anything else is passed
-        through unchanged. The inputs are copied: the caller's tensors are never touched.
-    eps, atol, rtol : float
-        Step and tolerances: an entry passes when |a - n| <= atol + rtol |n|.
-    mode : 'full' or 'directional'
+        Tensors with ``requires_grad=True`` are checked and must be float64 (lower precision
+        raises ``TypeError`` explaining why); anything else (constants, integer tensors,
+        NumPy arrays) is passed through unchanged. The checked tensors are copied: the
+        caller's tensors and their ``.grad`` are never touched.
+    eps : float
+        Finite-difference step; 1e-6 is near the optimum u^(1/3) for float64.
+    atol, rtol : float
+        An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|``.
+    mode : {'full', 'directional'}
+        ``'full'`` compares every Jacobian entry (2 evaluations per input element, 1 backward
+        per output element); ``'directional'`` compares ``n_directions`` random projections
+        v^T J u (2 evaluations and 1 backward each), for large inputs.
+    n_directions : int
+        Number of random directions in directional mode.
+    seed : int
+        Seed of the random directions and output weights (directional mode).
     raise_exception : bool
         On failure raise :class:`GradcheckError` naming the input, element, output, analytic
         and numeric values and both errors; otherwise return the report.
 
     Returns
     -------
-    True when every entry passes (or the report when ``raise_exception=False``).
+    bool or GradcheckReport
+        ``True`` when every entry passes and ``raise_exception`` is True; the
+        :class:`GradcheckReport` when ``raise_exception`` is False (pass or fail).
+
+    Raises
+    ------
+    GradcheckError
+        (a subclass of ``AssertionError``) when a gradient is wrong and ``raise_exception``.
+    TypeError
+        When a checked input or a floating-point output is not float64.
+    ValueError
+        When no input requires a gradient, or for an unknown ``mode``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tinygrad_rnn as tr
+    >>> x = tr.Tensor(np.array([0.3, -1.2]), requires_grad=True)
+    >>> tr.gradcheck(lambda t: (t * t).tanh(), x)
+    True
     """
-    if mode not in ("full", "directional"):
-        raise ValueError(f"gradcheck: mode must be 'full' or 'directional', got {mode!r}")
+    _check_settings(mode, eps, n_directions)
     args, diff = _prepare(inputs)
+    labels = {k: f"input {k}" for k in diff}
+    return check_leaves(fn, args, diff, labels, eps=eps, atol=atol, rtol=rtol, mode=mode,
+                        n_directions=n_directions, seed=seed, raise_exception=raise_exception)
+
+
+def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: dict,
+                 eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                 mode: str = "full", n_directions: int = 8, seed: int = 0,
+                 raise_exception: bool = True) -> bool | GradcheckReport:
+    """The check itself, on leaves the caller owns (used by :mod:`tinygrad_rnn.testing`).
+
+    ``args[k]`` for ``k`` in ``diff`` must be float64 leaf Tensors that ``fn(*args)`` uses
+    (directly or, for a module, through its parameters); they are perturbed in place and
+    restored exactly, and their ``.grad`` is overwritten. ``labels[k]`` names ``args[k]`` in
+    messages. Most users want :func:`gradcheck`, which copies the inputs first.
+    """
+    _check_settings(mode, eps, n_directions)
+    for k in diff:
+        _refuse_low_precision(k, args[k])
     if mode == "full":
         report = _check_full(fn, args, diff, eps, atol, rtol)
     else:
         report = _check_directional(fn, args, diff, eps, atol, rtol, n_directions, seed)
+    if report.input_index >= 0:
+        report.label = labels.get(report.input_index, f"input {report.input_index}")
     if not report.passed:
         if raise_exception:
-            where = (f"input {report.input_index}, element {report.element}, output "
-                     f"{report.output_index}" if mode == "full" else
-                     f"direction {report.element}")
-            raise GradcheckError(
-                f"gradcheck failed ({mode}) at {where}: analytic {report.analytic:.10g}, "
-                f"numeric {report.numeric:.10g}, abs error "
-                f"{abs(report.analytic - report.numeric):.3g}, rel error "
-                f"{abs(report.analytic - report.numeric) / max(abs(report.numeric), 1e-300):.3g} "
-                f"(atol {atol}, rtol {rtol}; max abs error over all entries "
-                f"{report.max_abs_error:.3g})",
-                report,
-            )
+            raise GradcheckError(_failure_message(report, atol, rtol, n_directions), report)
         return report
     return True if raise_exception else report
 
 
+def _failure_message(r: GradcheckReport, atol: float, rtol: float, n_directions: int) -> str:
+    allowed = atol + rtol * abs(r.numeric)
+    values = (
+        f"analytic {r.analytic:.10g}, numeric {r.numeric:.10g}, abs error {r.abs_error:.3g}, "
+        f"rel error {r.rel_error:.3g} (allowed abs error atol + rtol*|numeric| = {allowed:.3g} "
+        f"with atol={atol:g}, rtol={rtol:g})"
+    )
+    if r.mode == "full":
+        return (
+            f"gradcheck failed (full) at {r.label}, element {r.element}, output "
+            f"{r.output_index}: d output[{r.output_index}] / d {r.label}{list(r.element)}: "
+            f"{values}. Max abs error over all {r.entries} entries: {r.max_abs_error:.3g}."
+        )
+    where = f"; traced to {r.label}" if r.label else ""
+    return (
+        f"gradcheck failed (directional) in direction {r.direction} of {n_directions}: "
+        f"v^T J u {values}{where}. Max abs error over the directions: {r.max_abs_error:.3g}."
+    )
+
+
+# ----------------------------------------------------------------------------- full mode
 def _numeric_outputs(fn: Callable, args: list) -> list:
     with no_grad():
-        return [o.data.astype(np.float64, copy=True) for o in _outputs(fn, args)]
+        return [_host(o.data) for o in _float_outputs(fn, args)]
 
 
 def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: float,
                 rtol: float) -> GradcheckReport:
-    outs = _outputs(fn, args)
-    analytic = []  # per output: per input: (out.size, in.size)
+    outs = _float_outputs(fn, args)
+    # analytic[oi][j]: the (out.size, in.size) block of the Jacobian, by reverse mode
+    analytic = []
     for o in outs:
         per_in = [np.zeros((o.size, args[k].size)) for k in diff]
         if o.requires_grad:
@@ -154,84 +324,121 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
                 o.backward(onehot.reshape(o.shape), retain_graph=True)
                 for j, k in enumerate(diff):
                     if args[k].grad is not None:
-                        per_in[j][i] = np.asarray(args[k].grad, dtype=np.float64).ravel()
+                        per_in[j][i] = _host(args[k].grad).ravel()
         analytic.append(per_in)
+    del outs
 
     worst = GradcheckReport(True, "full", 0.0, 0.0)
     worst_excess = -np.inf
     for j, k in enumerate(diff):
         x = args[k].data
-        flat = x.reshape(-1)  # a view: perturb in place, restore after
         for e in range(x.size):
-            orig = flat[e]
-            flat[e] = orig + eps
+            idx = np.unravel_index(e, x.shape)
+            orig = x[idx].copy()
+            x[idx] = orig + eps
             plus = _numeric_outputs(fn, args)
-            flat[e] = orig - eps
+            x[idx] = orig - eps
             minus = _numeric_outputs(fn, args)
-            flat[e] = orig
+            x[idx] = orig  # restored exactly
             for oi, (p, m) in enumerate(zip(plus, minus)):
                 num = ((p - m) / (2 * eps)).ravel()
+                if num.size == 0:
+                    continue
                 ana = analytic[oi][j][:, e]
                 err = np.abs(ana - num)
-                rel = err / np.maximum(np.abs(num), 1e-300)
                 worst.entries += num.size
-                if num.size:
-                    worst.max_abs_error = max(worst.max_abs_error, float(err.max()))
-                    worst.max_rel_error = max(worst.max_rel_error,
-                                              float(np.where(err > 0, rel, 0).max()))
-                    excess = err - (atol + rtol * np.abs(num))
-                    i = int(np.argmax(excess))
-                    if excess[i] > worst_excess:
-                        worst_excess = float(excess[i])
-                        worst.input_index, worst.output_index = k, oi
-                        worst.element = tuple(int(v) for v in np.unravel_index(e, x.shape))
-                        worst.analytic, worst.numeric = float(ana[i]), float(num[i])
-    worst.passed = worst_excess <= 0
+                worst.max_abs_error = max(worst.max_abs_error, float(np.nanmax(err)))
+                big = np.abs(num) > atol
+                if big.any():
+                    rel = err[big] / np.abs(num[big])
+                    worst.max_rel_error = max(worst.max_rel_error, float(np.nanmax(rel)))
+                excess = err - (atol + rtol * np.abs(num))
+                excess = np.where(np.isnan(excess), np.inf, excess)  # NaN never passes
+                i = int(np.argmax(excess))
+                if excess[i] > worst_excess:
+                    worst_excess = float(excess[i])
+                    worst.input_index, worst.output_index = k, oi
+                    worst.element = tuple(int(v) for v in idx)
+                    worst.analytic, worst.numeric = float(ana[i]), float(num[i])
+    worst.passed = bool(worst_excess <= 0)
     return worst
+
+
+# ----------------------------------------------------------------------------- directional
+def _vjp_dot(fn: Callable, args: list, diff: list[int], vs: list, us: list) -> list[float]:
+    """Per checked input k: the analytic <dL/dx_k, u_k> with L = sum_o <v_o, out_o>."""
+    for k in diff:
+        args[k].grad = None
+    outs = _float_outputs(fn, args)
+    for o, v in zip(outs, vs):
+        if o.requires_grad:
+            xp = get_array_module(o.data)
+            o.backward(xp.asarray(v), retain_graph=True)
+    dots = []
+    for k, u in zip(diff, us):
+        g = args[k].grad
+        dots.append(0.0 if g is None else float((_host(g) * u).sum()))
+    return dots
+
+
+def _directional_numeric(fn: Callable, args: list, diff: list[int], vs: list,
+                         us: list, eps: float) -> float:
+    """(v^T f(x + eps u) - v^T f(x - eps u)) / (2 eps), moving only the inputs in ``diff``."""
+    saved = [args[k].data.copy() for k in diff]
+    for k, u, s in zip(diff, us, saved):
+        xp = get_array_module(s)
+        args[k].data[...] = s + xp.asarray(eps * u)
+    plus = _numeric_outputs(fn, args)
+    for k, u, s in zip(diff, us, saved):
+        xp = get_array_module(s)
+        args[k].data[...] = s - xp.asarray(eps * u)
+    minus = _numeric_outputs(fn, args)
+    for k, s in zip(diff, saved):
+        args[k].data[...] = s
+    return sum(float((v * (p - m)).sum()) for v, p, m in zip(vs, plus, minus)) / (2 * eps)
 
 
 def _check_directional(fn: Callable, args: list, diff: list[int], eps: float, atol: float,
                        rtol: float, n_directions: int, seed: int) -> GradcheckReport:
     rng = np.random.default_rng(seed)
-    outs = _outputs(fn, args)
-    vs = [rng.standard_normal(o.shape) for o in outs]
+    vs = [rng.standard_normal(o.shape) for o in _float_outputs(fn, args)]
     report = GradcheckReport(True, "directional", 0.0, 0.0)
     worst_excess = -np.inf
+    worst_us: list = []
     for d in range(n_directions):
         us = [rng.standard_normal(args[k].shape) for k in diff]
         norm = np.sqrt(sum(float((u * u).sum()) for u in us)) or 1.0
         us = [u / norm for u in us]
-        # analytic: v^T J u = sum_k <dL/dx_k, u_k> with L = sum_o <v_o, out_o>
-        for k in diff:
-            args[k].grad = None
-        outs = _outputs(fn, args)
-        loss = None
-        for o, v in zip(outs, vs):
-            if o.requires_grad:
-                term = (o * Tensor(v)).sum()
-                loss = term if loss is None else loss + term
-        analytic = 0.0
-        if loss is not None:
-            loss.backward()
-            analytic = sum(float((args[k].grad * u).sum()) for k, u in zip(diff, us)
-                           if args[k].grad is not None)
-        saved = [args[k].data.copy() for k in diff]
-        for k, u in zip(diff, us):
-            args[k].data[...] += eps * u
-        plus = _numeric_outputs(fn, args)
-        for k, u, s in zip(diff, us, saved):
-            args[k].data[...] = s - eps * u
-        minus = _numeric_outputs(fn, args)
-        for k, s in zip(diff, saved):
-            args[k].data[...] = s
-        numeric = sum(float((v * (p - m)).sum()) for v, p, m in zip(vs, plus, minus)) / (2 * eps)
+        analytic = float(sum(_vjp_dot(fn, args, diff, vs, us)))
+        numeric = _directional_numeric(fn, args, diff, vs, us, eps)
         err = abs(analytic - numeric)
         report.entries += 1
         report.max_abs_error = max(report.max_abs_error, err)
-        report.max_rel_error = max(report.max_rel_error, err / max(abs(numeric), 1e-300))
+        if abs(numeric) > atol:
+            report.max_rel_error = max(report.max_rel_error, err / abs(numeric))
         excess = err - (atol + rtol * abs(numeric))
+        if np.isnan(excess):
+            excess = np.inf
         if excess > worst_excess:
             worst_excess = excess
-            report.element, report.analytic, report.numeric = (d,), analytic, numeric
-    report.passed = worst_excess <= 0
+            report.direction, report.analytic, report.numeric = d, analytic, numeric
+            worst_us = us
+    report.passed = bool(worst_excess <= 0)
+    if not report.passed:
+        report.input_index = _trace_input(fn, args, diff, vs, worst_us, eps, atol, rtol)
     return report
+
+
+def _trace_input(fn: Callable, args: list, diff: list[int], vs: list, us: list, eps: float,
+                 atol: float, rtol: float) -> int:
+    """The input whose own directional derivative is furthest out of tolerance."""
+    dots = _vjp_dot(fn, args, diff, vs, us)
+    best, best_excess = diff[0], -np.inf
+    for j, k in enumerate(diff):
+        numeric = _directional_numeric(fn, args, [k], vs, [us[j]], eps)
+        excess = abs(dots[j] - numeric) - (atol + rtol * abs(numeric))
+        if np.isnan(excess):
+            excess = np.inf
+        if excess > best_excess:
+            best, best_excess = k, excess
+    return best

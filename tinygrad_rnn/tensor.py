@@ -459,18 +459,22 @@ class Tensor:
     permute = transpose
 
     def swapaxes(self, a: int, b: int) -> "Tensor":
+        a = _check_axis("swapaxes", a, self.ndim, self.shape)
+        b = _check_axis("swapaxes", b, self.ndim, self.shape)
         axes = list(range(self.ndim))
         axes[a], axes[b] = axes[b], axes[a]
         return self.transpose(tuple(axes))
 
     def unsqueeze(self, axis: int) -> "Tensor":
-        axis = axis % (self.ndim + 1)
+        axis = _check_axis("unsqueeze", axis, self.ndim + 1, self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
     def squeeze(self, axis: int | None = None) -> "Tensor":
         if axis is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
-        axis %= self.ndim
+        if self.ndim == 0 and axis in (0, -1):  # as torch: squeezing a 0-d tensor is a no-op
+            return self
+        axis = _check_axis("squeeze", axis, self.ndim, self.shape)
         if self.shape[axis] != 1:
             return self
         return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
@@ -556,6 +560,17 @@ class _Cast(Function):
 
 
 # ------------------------------------------------------------------------- helpers
+def _check_axis(op: str, axis: int, ndim: int, shape: tuple) -> int:
+    """``axis`` as a non-negative index into ``ndim`` positions; IndexError naming the op,
+    the axis and the shape when it is out of range (plain ``%`` would wrap it silently)."""
+    if not -ndim <= axis < ndim:
+        raise IndexError(
+            f"{op}: axis {axis} is out of range for a tensor of shape {tuple(shape)} "
+            f"(valid: {-ndim} to {ndim - 1})"
+        )
+    return axis % ndim
+
+
 def _axis(axis: Any, dim: Any) -> Any:
     if dim is not None:
         if axis is not None:
@@ -610,6 +625,22 @@ def _as_input(x: Any, float_dtype: np.dtype, first: Tensor | None) -> Tensor:
     return Tensor._wrap(_to_array(x, copy=False))
 
 
+def _share_versions(results: tuple, tensors: tuple) -> None:
+    """An output whose data is a view of an input's data (reshape, transpose) shares that
+    input's version counter, so an in-place write through either one is seen by every node
+    that saved the other (otherwise ``x.T`` saved by a Mul and then ``x.add_(1)`` would give
+    a silently wrong gradient)."""
+    for r in results:
+        o = r._data
+        if getattr(o, "base", None) is None and not any(o is t._data for t in tensors):
+            continue
+        xp = get_array_module(o)
+        for t in tensors:
+            if xp.may_share_memory(o, t._data):
+                r._version = t._version
+                break
+
+
 def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
     requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`."""
@@ -624,6 +655,7 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     multi = isinstance(raw, tuple)
     outs = raw if multi else (raw,)
     results = tuple(Tensor._wrap(o) for o in outs)
+    _share_versions(results, tensors)
     if record:
         ctx.inputs = tensors
         ctx.n_outputs = len(outs)
@@ -642,7 +674,8 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
                                      f"input {k} of shape {t.shape}"))
             for k, r in enumerate(results):
                 if a is r._data:
-                    versions.append((r._version, 0, f"output {k} of shape {r.shape}"))
+                    versions.append((r._version, r._version.value,
+                                     f"output {k} of shape {r.shape}"))
         ctx.saved_versions = versions
         for i, r in enumerate(results):
             if is_float_dtype(r.dtype):
@@ -729,7 +762,7 @@ def split(x: Tensor, split_size_or_sections: Any, axis: int = 0, *,
     """Split into pieces (torch semantics): an int gives pieces of that size (the last may be
     smaller); a list gives the sizes of the pieces."""
     axis = dim if dim is not None else axis
-    n = x.shape[axis]
+    n = x.shape[_check_axis("split", axis, x.ndim, x.shape)]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0:

@@ -244,12 +244,14 @@ def zeros_or_copy(g: Array | None, shape: tuple[int, ...], dtype: Any, xp: Any) 
     return g.copy()
 
 
-def bias_grads(db: Array, bias_ih: Array | None, bias_hh: Array | None,
+def bias_grads(db: Array, has_bias_ih: bool, has_bias_hh: bool,
                db_hh: Array | None = None) -> tuple[Array | None, Array | None]:
-    """Gradients for (bias_ih, bias_hh): None where the bias was None. ``db`` is the summed
-    gate pre-activation gradient; ``db_hh`` overrides it for bias_hh when they differ."""
-    dbias_ih = db if bias_ih is not None else None
-    if bias_hh is None:
+    """Gradients for (bias_ih, bias_hh), None where that bias was None. ``db`` is the summed
+    gate pre-activation gradient; ``db_hh`` overrides it for bias_hh where the two differ
+    (GRU with reset='after'). The two results never share memory."""
+    dbias_ih = db if has_bias_ih else None
+    if not has_bias_hh:
         return dbias_ih, None
-    other = db if db_hh is None else db_hh
-    return dbias_ih, (other.copy() if other is dbias_ih else other)
+    if db_hh is None:
+        return dbias_ih, (db.copy() if has_bias_ih else db)
+    return dbias_ih, db_hh

@@ -71,7 +71,7 @@ class Sigmoid(Function):
         return g * y * (1 - y)
 
 
-def _masked_shift(x: Any, axis: int, mask: Any) -> tuple:
+def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     """Return (x - m, valid) where m is the max of the valid entries along ``axis``.
 
     Masked entries of the shifted array are set to 0 (not -inf and never the input's value,
@@ -79,10 +79,18 @@ def _masked_shift(x: Any, axis: int, mask: Any) -> tuple:
     broadcast to x's shape (None when no mask was given). A fully masked row gets m = 0.
     """
     xp = get_array_module(x)
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
     if mask is None:
         m = xp.max(x, axis=axis, keepdims=True) if x.size else x.sum(axis, keepdims=True)
         return x - m, None
-    valid = xp.broadcast_to(xp.asarray(mask, dtype=bool), x.shape)
+    mask = xp.asarray(mask, dtype=bool)
+    try:
+        valid = xp.broadcast_to(mask, x.shape)
+    except ValueError:
+        raise ValueError(
+            f"{op}: mask of shape {mask.shape} does not broadcast to the input shape {x.shape}"
+        ) from None
     neg_inf = xp.asarray(-xp.inf, dtype=x.dtype)
     if x.size:
         m = xp.max(xp.where(valid, x, neg_inf), axis=axis, keepdims=True)
@@ -139,7 +147,7 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
-        shifted, valid = _masked_shift(x, axis, mask)
+        shifted, valid = _masked_shift(x, axis, mask, "log_softmax")
         e = xp.exp(shifted)
         if valid is not None:
             e = xp.where(valid, e, xp.zeros((), dtype=x.dtype))

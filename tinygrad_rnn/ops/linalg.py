@@ -36,7 +36,15 @@ class MatMul(Function):
                 f"{a.ndim - 1} of the first) != {kb} (dim {dim_b} of the second)"
             )
         if a.ndim > 2 or b.ndim > 2:
-            broadcast_shape("matmul (batch dimensions)", a.shape[:-2], b.shape[:-2])
+            try:
+                broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
+            except ValueError as err:
+                # name both full shapes, not only their batch parts
+                raise ValueError(
+                    f"matmul: shapes {a.shape} and {b.shape} have batch dimensions "
+                    f"{a.shape[:-2]} and {b.shape[:-2]} that cannot be broadcast together "
+                    f"({err})"
+                ) from None
         ctx.save_for_backward(a, b)
         return a @ b
 

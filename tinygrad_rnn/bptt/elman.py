@@ -1,0 +1,333 @@
+"""Elman RNN: hand-derived forward and backward through time on raw arrays.
+
+Two ways in: a per-step pair (:func:`rnn_step_forward` / :func:`rnn_step_backward`) that reads
+like the derivation, and the fused sequence pair (:func:`rnn_forward` / :func:`rnn_backward`),
+the fast engine, which is tested equal to a loop of the per-step pair.
+
+Math
+----
+Forward (row-vector convention: x_t is (N, D), weights are PyTorch's (out, in)):
+
+* (E1) a_t = x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh
+* (E2) h_t = phi(a_t),  phi = tanh or relu
+
+Backward (``d<name>`` is dL/d<name>; "carried" is what step t+1 sends back):
+
+* (E3) dh_t = dL_t/dh_t + carried_t       (gradient from the loss at t plus from step t+1)
+* (E4) da_t = dh_t * phi'(a_t),  phi' = 1 - h_t^2 (tanh) or 1[a_t > 0] (relu)
+* (E5) carried_{t-1} = da_t W_hh       (the part of dL/dh_{t-1} that flows through step t)
+* (E6) dx_t = da_t W_ih
+* (E7) dW_ih = sum_t da_t^T x_t,  dW_hh = sum_t da_t^T h_{t-1},  db_ih = db_hh = sum_t da_t
+
+Shapes
+------
+N batch, T time, D input size, H hidden size. x (T, N, D) time-major; h0 (N, H);
+weight_ih (H, D); weight_hh (H, H); bias_ih, bias_hh (H,) or None.
+
+References
+----------
+J. L. Elman, "Finding structure in time", Cognitive Science 14 (1990).
+P. J. Werbos, "Backpropagation through time: what it does and how to do it", Proc. IEEE (1990).
+docs/recurrent.md (the numbered equations).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..backend import get_array_module
+from ._common import (
+    Array, backward_order, bias_grads, check_grad_arg, check_lengths, check_recurrent_args,
+    combined_bias, forward_order, make_mask, state_slots, zeros_or_copy, StepMask,
+)
+
+__all__ = [
+    "RNNStepCache", "RNNStepGrads", "RNNSequenceCache", "RNNGrads",
+    "rnn_step_forward", "rnn_step_backward", "rnn_forward", "rnn_backward",
+]
+
+_NONLINEARITIES = ("tanh", "relu")
+
+
+def _check_nonlinearity(fname: str, nonlinearity: str) -> None:
+    if nonlinearity not in _NONLINEARITIES:
+        raise ValueError(f"{fname}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# per-step pair (the readable reference)
+# --------------------------------------------------------------------------------------------
+class RNNStepCache(NamedTuple):
+    """What :func:`rnn_step_backward` needs from one Elman step."""
+
+    x_t: Array           # (N, D)
+    h_prev: Array        # (N, H)
+    a_t: Array           # (N, H) pre-activation (E1)
+    h_t: Array           # (N, H) new state (E2)
+    weight_ih: Array     # (H, D)
+    weight_hh: Array     # (H, H)
+    has_bias_ih: bool
+    has_bias_hh: bool
+    nonlinearity: str
+
+
+class RNNStepGrads(NamedTuple):
+    """Gradients of one Elman step (dbias_* are None where the bias was None)."""
+
+    dx_t: Array
+    dh_prev: Array
+    dweight_ih: Array
+    dweight_hh: Array
+    dbias_ih: Array | None
+    dbias_hh: Array | None
+
+
+def rnn_step_forward(
+    x_t: Array, h_prev: Array, weight_ih: Array, weight_hh: Array,
+    bias_ih: Array | None, bias_hh: Array | None, nonlinearity: str = "tanh",
+) -> tuple[Array, RNNStepCache]:
+    """One Elman step: h_t = phi(x_t W_ih^T + b_ih + h_prev W_hh^T + b_hh).
+
+    Parameters
+    ----------
+    x_t : (N, D) input at this step.
+    h_prev : (N, H) previous state.
+    weight_ih, weight_hh : (H, D), (H, H).
+    bias_ih, bias_hh : (H,) or None.
+    nonlinearity : 'tanh' or 'relu'.
+
+    Returns
+    -------
+    h_t : (N, H) and the :class:`RNNStepCache` for :func:`rnn_step_backward`.
+
+    Math
+    ----
+    (E1) a_t = x_t W_ih^T + b_ih + h_prev W_hh^T + b_hh;  (E2) h_t = phi(a_t).
+    """
+    fname = "rnn_step_forward"
+    _check_nonlinearity(fname, nonlinearity)
+    check_recurrent_args(fname, 1, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh,
+                         sequence=False, x_name="x_t", h_name="h_prev")
+    xp = get_array_module(x_t, h_prev, weight_ih, weight_hh)
+    a_t = x_t @ weight_ih.T + h_prev @ weight_hh.T                    # (E1)  (N, H)
+    if bias_ih is not None:
+        a_t = a_t + bias_ih
+    if bias_hh is not None:
+        a_t = a_t + bias_hh
+    if nonlinearity == "tanh":
+        h_t = xp.tanh(a_t)                                            # (E2)
+    else:
+        h_t = xp.maximum(a_t, 0)                                      # (E2)
+    cache = RNNStepCache(x_t, h_prev, a_t, h_t, weight_ih, weight_hh,
+                         bias_ih is not None, bias_hh is not None, nonlinearity)
+    return h_t, cache
+
+
+def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
+    """Backward through one Elman step.
+
+    Parameters
+    ----------
+    dh_t : (N, H) total gradient dL/dh_t (loss at t plus what later steps sent back).
+    cache : from :func:`rnn_step_forward`.
+
+    Returns
+    -------
+    :class:`RNNStepGrads` with dx_t (N, D), dh_prev (N, H), dweight_ih (H, D),
+    dweight_hh (H, H), dbias_ih / dbias_hh (H,) or None.
+
+    Math
+    ----
+    (E4) da_t = dh_t * phi'(a_t); (E5) dh_prev = da_t W_hh; (E6) dx_t = da_t W_ih;
+    (E7) dW_ih = da_t^T x_t, dW_hh = da_t^T h_prev, db = sum_n da_t.
+    """
+    check_grad_arg("rnn_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype)
+    if cache.nonlinearity == "tanh":
+        da_t = dh_t * (1 - cache.h_t * cache.h_t)                     # (E4)
+    else:
+        da_t = dh_t * (cache.a_t > 0).astype(dh_t.dtype)              # (E4)
+    dh_prev = da_t @ cache.weight_hh                                  # (E5)
+    dx_t = da_t @ cache.weight_ih                                     # (E6)
+    dweight_ih = da_t.T @ cache.x_t                                   # (E7)
+    dweight_hh = da_t.T @ cache.h_prev                                # (E7)
+    db = da_t.sum(axis=0)
+    dbias_ih = db if cache.has_bias_ih else None
+    dbias_hh = db.copy() if cache.has_bias_hh else None
+    return RNNStepGrads(dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh)
+
+
+# --------------------------------------------------------------------------------------------
+# fused sequence pair (the fast path)
+# --------------------------------------------------------------------------------------------
+class RNNSequenceCache(NamedTuple):
+    """What :func:`rnn_backward` needs from :func:`rnn_forward`.
+
+    ``states`` is the (T + 1, N, H) buffer of carried states laid out as described by
+    :class:`tinygrad_rnn.bptt._common.StateSlots` (h0 first, or last when ``reverse``).
+    """
+
+    x: Array                 # (T, N, D)
+    states: Array            # (T + 1, N, H)
+    weight_ih: Array         # (H, D)
+    weight_hh: Array         # (H, H)
+    has_bias_ih: bool
+    has_bias_hh: bool
+    nonlinearity: str
+    mask: StepMask | None    # None when lengths was None
+    reverse: bool
+
+
+class RNNGrads(NamedTuple):
+    """Gradients of a whole Elman sequence.
+
+    ``dh_all[t]`` is the total dL/dh_t at every time index t (loss at t plus everything that
+    flowed back through later steps); padded steps carry the gradient through unchanged.
+    """
+
+    dx: Array
+    dh0: Array
+    dweight_ih: Array
+    dweight_hh: Array
+    dbias_ih: Array | None
+    dbias_hh: Array | None
+    dh_all: Array
+
+
+def rnn_forward(
+    x: Array, h0: Array, weight_ih: Array, weight_hh: Array,
+    bias_ih: Array | None = None, bias_hh: Array | None = None, *,
+    nonlinearity: str = "tanh", lengths: Any = None, reverse: bool = False,
+) -> tuple[Array, Array, RNNSequenceCache]:
+    """Run an Elman RNN over a whole sequence (fast path).
+
+    Parameters
+    ----------
+    x : (T, N, D) time-major inputs.
+    h0 : (N, H) initial state.
+    weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, see the module docstring.
+    nonlinearity : 'tanh' or 'relu'.
+    lengths : optional int array (N,), 0 <= lengths[n] <= T. Step t of sequence n is valid
+        iff t < lengths[n]; invalid steps carry the state unchanged and output 0.
+    reverse : process t = T-1 down to 0 (the backward half of a bidirectional layer).
+
+    Returns
+    -------
+    hs : (T, N, H) outputs (0 at padded steps), h_n : (N, H) state after the last valid step,
+    cache : :class:`RNNSequenceCache`.
+
+    Math
+    ----
+    (E1), (E2) of the module docstring at every step.
+
+    Notes
+    -----
+    The input projection of all T steps is one GEMM; per step only the recurrent GEMM runs,
+    into a preallocated buffer, and the nonlinearity writes straight into the state buffer.
+    The dtype of the inputs is kept (float32 in, float32 out).
+    """
+    fname = "rnn_forward"
+    _check_nonlinearity(fname, nonlinearity)
+    T, N, D, H = check_recurrent_args(fname, 1, x, h0, weight_ih, weight_hh, bias_ih,
+                                      bias_hh, sequence=True)
+    xp = get_array_module(x, h0, weight_ih, weight_hh)
+    lengths = check_lengths(fname, lengths, T, N, xp)
+    dtype = x.dtype
+    mask = make_mask(lengths, T, dtype, xp)
+    slots = state_slots(T, reverse)
+
+    # (E1), input half, for all T steps in one GEMM: (T*N, D) @ (D, H)
+    pre = xp.matmul(x.reshape(T * N, D), weight_ih.T).reshape(T, N, H)
+    bias = combined_bias(bias_ih, bias_hh)
+    if bias is not None:
+        pre += bias
+
+    states = xp.empty((T + 1, N, H), dtype=dtype)
+    states[slots.initial] = h0
+    w_hh_t = weight_hh.T                        # (H, H) view; BLAS reads it transposed
+    rec = xp.empty((N, H), dtype=dtype)         # recurrent GEMM output, reused every step
+    for t in forward_order(T, reverse):
+        h_prev = states[t + slots.prev_offset]
+        h_t = states[t + slots.out_offset]
+        a_t = pre[t]
+        xp.matmul(h_prev, w_hh_t, out=rec)
+        a_t += rec                                                   # (E1)  (N, H)
+        if nonlinearity == "tanh":
+            xp.tanh(a_t, out=h_t)                                    # (E2)
+        else:
+            xp.maximum(a_t, 0, out=h_t)                              # (E2)
+        if mask is not None:
+            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry the state
+
+    out_states = slots.out_all(states, T)
+    hs = out_states * mask.valid if mask is not None else out_states.copy()
+    h_n = states[slots.final].copy()
+    cache = RNNSequenceCache(x, states, weight_ih, weight_hh, bias_ih is not None,
+                             bias_hh is not None, nonlinearity, mask, reverse)
+    return hs, h_n, cache
+
+
+def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache) -> RNNGrads:
+    """Backpropagation through time for :func:`rnn_forward`.
+
+    Parameters
+    ----------
+    dhs : (T, N, H) upstream gradient of the outputs, or None (zeros). Entries at padded
+        steps are ignored.
+    dh_n : (N, H) upstream gradient of the final state, or None (zeros).
+    cache : from :func:`rnn_forward`.
+
+    Returns
+    -------
+    :class:`RNNGrads` (dx, dh0, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all).
+
+    Math
+    ----
+    (E3)-(E7). The factors phi'(a_t) of all steps are computed before the time loop; the loop
+    does only (E3), (E4) and the recurrent GEMM (E5); (E6), (E7) are one GEMM each over the
+    stacked T*N rows afterwards.
+    """
+    fname = "rnn_backward"
+    x, states, mask = cache.x, cache.states, cache.mask
+    T, N, D = (int(s) for s in x.shape)
+    H = int(states.shape[2])
+    dtype = states.dtype
+    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype)
+    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype)
+    xp = get_array_module(states, dhs, dh_n)
+    slots = state_slots(T, cache.reverse)
+    h_out = slots.out_all(states, T)            # (T, N, H) state produced at each t
+
+    # phi'(a_t) for every step at once (E4); zero at padded steps so they make no gradient
+    if cache.nonlinearity == "tanh":
+        dphi = h_out * h_out
+        xp.subtract(1, dphi, out=dphi)
+    else:
+        dphi = (h_out > 0).astype(dtype)
+    if mask is not None:
+        dphi *= mask.valid
+        if dhs is not None:
+            dhs = dhs * mask.valid              # upstream at padded outputs is ignored (copy)
+
+    da = xp.empty((T, N, H), dtype=dtype)       # gate pre-activation gradients, all steps
+    dh_all = xp.empty((T, N, H), dtype=dtype)
+    carried = zeros_or_copy(dh_n, (N, H), dtype, xp)   # what the step after t sends back
+    w_hh = cache.weight_hh
+    for t in backward_order(T, cache.reverse):
+        dh_t = dh_all[t]
+        # (E3) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+        if dhs is None:
+            xp.copyto(dh_t, carried)
+        else:
+            xp.add(dhs[t], carried, out=dh_t)
+        xp.multiply(dh_t, dphi[t], out=da[t])                        # (E4)
+        xp.matmul(da[t], w_hh, out=carried)                          # (E5)
+        if mask is not None:
+            xp.copyto(carried, dh_t, where=mask.invalid[t])          # padded: pass through
+
+    da2 = da.reshape(T * N, H)
+    dweight_ih = xp.matmul(da2.T, x.reshape(T * N, D))                              # (E7)
+    dweight_hh = xp.matmul(da2.T, slots.prev_all(states, T).reshape(T * N, H))      # (E7)
+    dx = xp.matmul(da2, cache.weight_ih).reshape(T, N, D)                           # (E6)
+    db = da2.sum(axis=0)
+    dbias_ih, dbias_hh = bias_grads(db, cache.has_bias_ih, cache.has_bias_hh)
+    return RNNGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)
+

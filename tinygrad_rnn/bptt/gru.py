@@ -1,0 +1,466 @@
+"""GRU: hand-derived forward and backward through time on raw arrays.
+
+A per-step pair (:func:`gru_step_forward` / :func:`gru_step_backward`) that reads like the
+derivation, and the fused sequence pair (:func:`gru_forward` / :func:`gru_backward`), the
+fast engine, tested equal to a loop of the per-step pair.
+
+Conventions (papers and frameworks disagree, so read this)
+-----------------------------------------------------------
+* Gate rows of weight_ih / weight_hh / biases are stacked in PyTorch's order **r, z, n**.
+* The update gate z weights the **previous state**: h_t = (1 - z_t) * n_t + z_t * h_{t-1}
+  (PyTorch, cuDNN). Cho et al. 2014 and many lecture notes write
+  h_t = (1 - z_t) * h_{t-1} + z_t * h~_t instead; that is the same model with z relabelled
+  as 1 - z.
+* Where the reset gate acts is selected by ``reset``:
+  ``'after'`` (PyTorch/cuDNN, the default) applies r_t to the recurrent *product*,
+  r_t * (W_hn h_{t-1} + b_hn); ``'before'`` (Cho et al. 2014, the lectures) applies it to the
+  *state* before the product, W_hn (r_t * h_{t-1}) + b_hn. Both use the same parameter shapes.
+
+Math
+----
+Forward (row-vector convention, sigma the logistic sigmoid; W_ir, W_iz, W_in are the row blocks
+of weight_ih, W_hr, W_hz, W_hn those of weight_hh):
+
+* (G1) r_t = sigma(x_t W_ir^T + b_ir + h_{t-1} W_hr^T + b_hr)
+* (G2) z_t = sigma(x_t W_iz^T + b_iz + h_{t-1} W_hz^T + b_hz)
+* (G3) reset='after':  hn_t = h_{t-1} W_hn^T + b_hn;
+  n_t = tanh(x_t W_in^T + b_in + r_t * hn_t)
+* (G3') reset='before': rh_t = r_t * h_{t-1};
+  n_t = tanh(x_t W_in^T + b_in + rh_t W_hn^T + b_hn)
+* (G4) h_t = (1 - z_t) * n_t + z_t * h_{t-1}
+
+Backward (a_r, a_z, a_n are the pre-activations inside sigma / tanh):
+
+* (G5) dh_t = dL_t/dh_t + carried_t       (gradient from the loss at t plus from step t+1)
+* (G6) da_n = dh_t * (1 - z_t) * (1 - n_t^2)
+* (G7) da_z = dh_t * (h_{t-1} - n_t) * z_t (1 - z_t)
+* (G8) reset='after':  dhn_t = da_n * r_t;  da_r = da_n * hn_t * r_t (1 - r_t)
+* (G8') reset='before': drh_t = da_n W_hn;  da_r = drh_t * h_{t-1} * r_t (1 - r_t)
+* (G9) carried_{t-1} = dh_t * z_t + [da_r, da_z, dhn_t] W_hh                  (after)
+  carried_{t-1} = dh_t * z_t + drh_t * r_t + [da_r, da_z] [W_hr; W_hz]       (before)
+* (G10) dx_t = [da_r, da_z, da_n] W_ih
+* (G11) dW_ih = sum_t [da_r, da_z, da_n]^T x_t;  db_ih = sum_t [da_r, da_z, da_n];
+  after:  dW_hh = sum_t [da_r, da_z, dhn_t]^T h_{t-1},  db_hh = sum_t [da_r, da_z, dhn_t];
+  before: d[W_hr; W_hz] = sum_t [da_r, da_z]^T h_{t-1},  dW_hn = sum_t da_n^T rh_t,
+  db_hh = db_ih.
+
+Shapes
+------
+N batch, T time, D input size, H hidden size. x (T, N, D) time-major; h0 (N, H);
+weight_ih (3H, D); weight_hh (3H, H); bias_ih, bias_hh (3H,) or None.
+
+References
+----------
+K. Cho et al., "Learning phrase representations using RNN encoder-decoder for statistical
+machine translation", EMNLP 2014. J. Chung et al., "Empirical evaluation of gated recurrent
+neural networks on sequence modeling", 2014. PyTorch ``torch.nn.GRU`` documentation.
+docs/recurrent.md (the numbered equations).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..backend import get_array_module
+from ._common import (
+    Array, StepMask, backward_order, bias_grads, check_grad_arg, check_lengths,
+    check_recurrent_args, forward_order, make_mask, sigmoid, state_slots,
+    tanh_half_to_sigmoid_, zeros_or_copy,
+)
+
+__all__ = [
+    "GRUStepCache", "GRUStepGrads", "GRUSequenceCache", "GRUGrads",
+    "gru_step_forward", "gru_step_backward", "gru_forward", "gru_backward",
+]
+
+
+def _check_reset(fname: str, reset: str) -> None:
+    if reset not in ("after", "before"):
+        raise ValueError(f"{fname}: reset must be 'after' or 'before', got {reset!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# per-step pair (the readable reference)
+# --------------------------------------------------------------------------------------------
+class GRUStepCache(NamedTuple):
+    """What :func:`gru_step_backward` needs from one GRU step."""
+
+    x_t: Array              # (N, D)
+    h_prev: Array           # (N, H)
+    r_t: Array              # (N, H) reset gate (G1)
+    z_t: Array              # (N, H) update gate (G2)
+    n_t: Array              # (N, H) candidate (G3)
+    hn_t: Array | None      # (N, H) h_prev W_hn^T + b_hn (reset='after'), else None
+    rh_t: Array | None      # (N, H) r_t * h_prev (reset='before'), else None
+    h_t: Array              # (N, H) new state (G4)
+    weight_ih: Array        # (3H, D)
+    weight_hh: Array        # (3H, H)
+    has_bias_ih: bool
+    has_bias_hh: bool
+    reset: str
+
+
+class GRUStepGrads(NamedTuple):
+    """Gradients of one GRU step (dbias_* are None where the bias was None)."""
+
+    dx_t: Array
+    dh_prev: Array
+    dweight_ih: Array
+    dweight_hh: Array
+    dbias_ih: Array | None
+    dbias_hh: Array | None
+
+
+def gru_step_forward(
+    x_t: Array, h_prev: Array, weight_ih: Array, weight_hh: Array,
+    bias_ih: Array | None, bias_hh: Array | None, reset: str = "after",
+) -> tuple[Array, GRUStepCache]:
+    """One GRU step, equations (G1)-(G4).
+
+    Parameters
+    ----------
+    x_t : (N, D) input; h_prev : (N, H) previous state.
+    weight_ih, weight_hh : (3H, D), (3H, H), gate rows r, z, n.
+    bias_ih, bias_hh : (3H,) or None.
+    reset : 'after' (PyTorch: r_t scales h_prev W_hn^T + b_hn) or 'before'
+        (Cho et al.: r_t scales h_prev before the product).
+
+    Returns
+    -------
+    h_t : (N, H) and the :class:`GRUStepCache`.
+
+    Notes
+    -----
+    The update gate z_t weights h_prev: h_t = (1 - z_t) n_t + z_t h_prev.
+    """
+    fname = "gru_step_forward"
+    _check_reset(fname, reset)
+    _, N, D, H = check_recurrent_args(fname, 3, x_t, h_prev, weight_ih, weight_hh, bias_ih,
+                                      bias_hh, sequence=False, x_name="x_t", h_name="h_prev")
+    xp = get_array_module(x_t, h_prev, weight_ih, weight_hh)
+    W_ir, W_iz, W_in = weight_ih[:H], weight_ih[H:2 * H], weight_ih[2 * H:]
+    W_hr, W_hz, W_hn = weight_hh[:H], weight_hh[H:2 * H], weight_hh[2 * H:]
+    zero = xp.zeros(3 * H, dtype=x_t.dtype)
+    b_i = bias_ih if bias_ih is not None else zero
+    b_h = bias_hh if bias_hh is not None else zero
+    b_ir, b_iz, b_in = b_i[:H], b_i[H:2 * H], b_i[2 * H:]
+    b_hr, b_hz, b_hn = b_h[:H], b_h[H:2 * H], b_h[2 * H:]
+
+    r_t = sigmoid(x_t @ W_ir.T + b_ir + h_prev @ W_hr.T + b_hr, xp)           # (G1)
+    z_t = sigmoid(x_t @ W_iz.T + b_iz + h_prev @ W_hz.T + b_hz, xp)           # (G2)
+    if reset == "after":
+        hn_t = h_prev @ W_hn.T + b_hn                                         # (G3)
+        rh_t = None
+        n_t = xp.tanh(x_t @ W_in.T + b_in + r_t * hn_t)                       # (G3)
+    else:
+        hn_t = None
+        rh_t = r_t * h_prev                                                   # (G3')
+        n_t = xp.tanh(x_t @ W_in.T + b_in + rh_t @ W_hn.T + b_hn)             # (G3')
+    h_t = (1 - z_t) * n_t + z_t * h_prev                                      # (G4)
+    cache = GRUStepCache(x_t, h_prev, r_t, z_t, n_t, hn_t, rh_t, h_t, weight_ih, weight_hh,
+                         bias_ih is not None, bias_hh is not None, reset)
+    return h_t, cache
+
+
+def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
+    """Backward through one GRU step, equations (G6)-(G11).
+
+    Parameters
+    ----------
+    dh_t : (N, H) total gradient dL/dh_t (loss at t plus what later steps sent back).
+    cache : from :func:`gru_step_forward`.
+
+    Returns
+    -------
+    :class:`GRUStepGrads` (dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh).
+    """
+    check_grad_arg("gru_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype)
+    xp = get_array_module(dh_t, cache.h_t)
+    c = cache
+    H = int(c.h_t.shape[1])
+    W_hr_z, W_hn = c.weight_hh[:2 * H], c.weight_hh[2 * H:]
+
+    da_n = dh_t * (1 - c.z_t) * (1 - c.n_t * c.n_t)                          # (G6)
+    da_z = dh_t * (c.h_prev - c.n_t) * c.z_t * (1 - c.z_t)                   # (G7)
+    if c.reset == "after":
+        dhn = da_n * c.r_t                                                   # (G8)
+        da_r = da_n * c.hn_t * c.r_t * (1 - c.r_t)                           # (G8)
+        da_h = xp.concatenate([da_r, da_z, dhn], axis=1)     # (N, 3H) rows of W_hh
+        dh_prev = dh_t * c.z_t + da_h @ c.weight_hh                          # (G9)
+        dweight_hh = da_h.T @ c.h_prev                                       # (G11)
+        db_hh = da_h.sum(axis=0)
+    else:
+        drh = da_n @ W_hn                                                    # (G8')
+        da_r = drh * c.h_prev * c.r_t * (1 - c.r_t)                          # (G8')
+        da_rz = xp.concatenate([da_r, da_z], axis=1)         # (N, 2H)
+        dh_prev = dh_t * c.z_t + drh * c.r_t + da_rz @ W_hr_z                # (G9)
+        dweight_hh = xp.concatenate([da_rz.T @ c.h_prev, da_n.T @ c.rh_t], axis=0)  # (G11)
+        db_hh = None
+    da_x = xp.concatenate([da_r, da_z, da_n], axis=1)        # (N, 3H) rows of W_ih
+    dx_t = da_x @ c.weight_ih                                                # (G10)
+    dweight_ih = da_x.T @ c.x_t                                              # (G11)
+    db_ih = da_x.sum(axis=0)
+    dbias_ih, dbias_hh = bias_grads(db_ih, c.has_bias_ih, c.has_bias_hh, db_hh)
+    return GRUStepGrads(dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh)
+
+
+# --------------------------------------------------------------------------------------------
+# fused sequence pair (the fast path)
+# --------------------------------------------------------------------------------------------
+class GRUSequenceCache(NamedTuple):
+    """What :func:`gru_backward` needs from :func:`gru_forward`.
+
+    ``gates`` holds the activations r, z, n of every step (T, N, 3H) in the row order r, z, n;
+    ``hn`` the recurrent n-term h_{t-1} W_hn^T + b_hn (reset='after') or ``rh`` the reset state
+    r_t * h_{t-1} (reset='before'), (T, N, H); ``states`` the (T + 1, N, H) state buffer laid
+    out as in :class:`tinygrad_rnn.bptt._common.StateSlots`.
+    """
+
+    x: Array
+    gates: Array
+    hn: Array | None
+    rh: Array | None
+    states: Array
+    weight_ih: Array
+    weight_hh: Array
+    has_bias_ih: bool
+    has_bias_hh: bool
+    reset: str
+    mask: StepMask | None
+    reverse: bool
+
+
+class GRUGrads(NamedTuple):
+    """Gradients of a whole GRU sequence; ``dh_all[t]`` is the total dL/dh_t at each t."""
+
+    dx: Array
+    dh0: Array
+    dweight_ih: Array
+    dweight_hh: Array
+    dbias_ih: Array | None
+    dbias_hh: Array | None
+    dh_all: Array
+
+
+def gru_forward(
+    x: Array, h0: Array, weight_ih: Array, weight_hh: Array,
+    bias_ih: Array | None = None, bias_hh: Array | None = None, *,
+    reset: str = "after", lengths: Any = None, reverse: bool = False,
+) -> tuple[Array, Array, GRUSequenceCache]:
+    """Run a GRU over a whole sequence (fast path), equations (G1)-(G4).
+
+    Parameters
+    ----------
+    x : (T, N, D) time-major inputs; h0 : (N, H) initial state.
+    weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, gate rows r, z, n.
+    reset : 'after' (PyTorch, default) or 'before' (Cho et al.); see the module docstring.
+    lengths : optional int array (N,); step t of sequence n is valid iff t < lengths[n].
+        Padded steps carry the state and output 0.
+    reverse : process t = T-1 down to 0.
+
+    Returns
+    -------
+    hs : (T, N, H), h_n : (N, H), cache : :class:`GRUSequenceCache`.
+
+    Notes
+    -----
+    One GEMM projects the inputs of all T steps. The r and z rows of the weights and biases
+    are pre-scaled by 0.5 (exact), so one in-place tanh plus 0.5 * t + 0.5 gives both sigmoid
+    gates. With reset='after' the recurrent GEMM covers all 3H rows at once; with 'before'
+    the n rows must wait for r_t, so the recurrent GEMM is split into the r, z rows and the
+    n rows acting on r_t * h_{t-1}.
+    """
+    fname = "gru_forward"
+    _check_reset(fname, reset)
+    T, N, D, H = check_recurrent_args(fname, 3, x, h0, weight_ih, weight_hh, bias_ih,
+                                      bias_hh, sequence=True)
+    xp = get_array_module(x, h0, weight_ih, weight_hh)
+    lengths = check_lengths(fname, lengths, T, N, xp)
+    dtype = x.dtype
+    mask = make_mask(lengths, T, dtype, xp)
+    slots = state_slots(T, reverse)
+    after = reset == "after"
+
+    # 0.5 on the r, z rows: sigma(a) = 0.5 * tanh(0.5 a) + 0.5
+    scale = xp.ones((3 * H, 1), dtype=dtype)
+    scale[:2 * H] = 0.5
+    w_ih_s = weight_ih * scale
+    w_hh_s = weight_hh * scale
+    # Biases that sit outside the reset gate go into the input projection. With 'after',
+    # b_hn is multiplied by r_t and stays in the per-step recurrent term.
+    b_x = xp.zeros(3 * H, dtype=dtype)
+    if bias_ih is not None:
+        b_x += bias_ih
+    b_hn = None
+    if bias_hh is not None:
+        if after:
+            b_x[:2 * H] += bias_hh[:2 * H]
+            b_hn = bias_hh[2 * H:]
+        else:
+            b_x += bias_hh
+    b_x *= scale[:, 0]
+
+    # (G1)-(G3), input half, for all T steps in one GEMM: (T*N, D) @ (D, 3H)
+    gates = xp.matmul(x.reshape(T * N, D), w_ih_s.T).reshape(T, N, 3 * H)
+    gates += b_x
+    states = xp.empty((T + 1, N, H), dtype=dtype)
+    states[slots.initial] = h0
+    side = xp.empty((T, N, H), dtype=dtype)     # hn_t ('after') or rh_t ('before')
+    tmp = xp.empty((N, H), dtype=dtype)
+    if after:
+        w_hh_s_t = w_hh_s.T                      # (H, 3H)
+        rec = xp.empty((N, 3 * H), dtype=dtype)
+    else:
+        w_hrz_s_t = w_hh_s[:2 * H].T             # (H, 2H)
+        w_hn_t = weight_hh[2 * H:].T             # (H, H)
+        rec = xp.empty((N, 2 * H), dtype=dtype)
+
+    for t in forward_order(T, reverse):
+        h_prev = states[t + slots.prev_offset]
+        h_t = states[t + slots.out_offset]
+        g_t = gates[t]
+        rz = g_t[:, :2 * H]
+        n_t = g_t[:, 2 * H:]
+        if after:
+            xp.matmul(h_prev, w_hh_s_t, out=rec)
+            rz += rec[:, :2 * H]
+            xp.tanh(rz, out=rz)
+            tanh_half_to_sigmoid_(rz)                                # (G1), (G2)
+            hn_t = side[t]
+            if b_hn is None:
+                xp.copyto(hn_t, rec[:, 2 * H:])
+            else:
+                xp.add(rec[:, 2 * H:], b_hn, out=hn_t)               # (G3) hn_t
+            xp.multiply(rz[:, :H], hn_t, out=tmp)
+        else:
+            xp.matmul(h_prev, w_hrz_s_t, out=rec)
+            rz += rec
+            xp.tanh(rz, out=rz)
+            tanh_half_to_sigmoid_(rz)                                # (G1), (G2)
+            rh_t = side[t]
+            xp.multiply(rz[:, :H], h_prev, out=rh_t)                 # (G3') rh_t
+            xp.matmul(rh_t, w_hn_t, out=tmp)
+        n_t += tmp
+        xp.tanh(n_t, out=n_t)                                        # (G3)
+        # (G4) h_t = (1 - z) n + z h_prev = n + z (h_prev - n)
+        xp.subtract(h_prev, n_t, out=h_t)
+        h_t *= rz[:, H:]
+        h_t += n_t
+        if mask is not None:
+            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry the state
+
+    out_states = slots.out_all(states, T)
+    hs = out_states * mask.valid if mask is not None else out_states.copy()
+    h_n = states[slots.final].copy()
+    cache = GRUSequenceCache(x, gates, side if after else None, None if after else side,
+                             states, weight_ih, weight_hh, bias_ih is not None,
+                             bias_hh is not None, reset, mask, reverse)
+    return hs, h_n, cache
+
+
+def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache) -> GRUGrads:
+    """Backpropagation through time for :func:`gru_forward`, equations (G5)-(G11).
+
+    Parameters
+    ----------
+    dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
+    dh_n : (N, H) or None (zeros).
+    cache : from :func:`gru_forward`.
+
+    Returns
+    -------
+    :class:`GRUGrads` (dx, dh0, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all).
+
+    Notes
+    -----
+    The gate-derivative factors of (G6)-(G8) are computed for all steps before the time
+    loop; the loop keeps only what depends on the recurrence; the weight and input gradients
+    are single GEMMs over the stacked T*N rows afterwards.
+    """
+    fname = "gru_backward"
+    x, states, gates, mask = cache.x, cache.states, cache.gates, cache.mask
+    T, N, D = (int(s) for s in x.shape)
+    H = int(states.shape[2])
+    dtype = states.dtype
+    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype)
+    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype)
+    xp = get_array_module(states, dhs, dh_n)
+    slots = state_slots(T, cache.reverse)
+    after = cache.reset == "after"
+    h_prev_all = slots.prev_all(states, T)               # (T, N, H)
+    r = gates[:, :, :H]
+    z = gates[:, :, H:2 * H]
+    n = gates[:, :, 2 * H:]
+
+    # gate-derivative factors for all steps at once
+    k_n = n * n
+    xp.subtract(1, k_n, out=k_n)
+    k_n *= 1 - z                                          # (G6): da_n = dh * k_n
+    k_z = h_prev_all - n
+    k_z *= z
+    k_z *= 1 - z                                          # (G7): da_z = dh * k_z
+    k_r = r * (1 - r)
+    k_r *= cache.hn if after else h_prev_all              # (G8): da_r = (da_n | drh) * k_r
+    z_pass = z                                            # dh_prev gets dh * z (G9)
+    if mask is not None:
+        k_n *= mask.valid                                 # padded steps make no gradient ...
+        pass
+        z_pass = xp.where(mask.invalid, xp.ones((), dtype=dtype), z)   # ... and pass dh on
+        if dhs is not None:
+            dhs = dhs * mask.valid                        # upstream at padded outputs ignored
+
+    da_x = xp.empty((T, N, 3 * H), dtype=dtype)          # [da_r, da_z, da_n] for W_ih
+    dh_all = xp.empty((T, N, H), dtype=dtype)
+    carried = zeros_or_copy(dh_n, (N, H), dtype, xp)
+    tmp = xp.empty((N, H), dtype=dtype)
+    weight_hh = cache.weight_hh
+    if after:
+        da_h = xp.empty((T, N, 3 * H), dtype=dtype)      # [da_r, da_z, dhn] for W_hh
+    else:
+        w_hrz = weight_hh[:2 * H]
+        w_hn = weight_hh[2 * H:]
+        drh = xp.empty((N, H), dtype=dtype)
+
+    for t in backward_order(T, cache.reverse):
+        dh_t = dh_all[t]
+        # (G5) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+        if dhs is None:
+            xp.copyto(dh_t, carried)
+        else:
+            xp.add(dhs[t], carried, out=dh_t)
+        da_n = da_x[t, :, 2 * H:]
+        xp.multiply(dh_t, k_n[t], out=da_n)                          # (G6)
+        if after:
+            xp.multiply(dh_t, k_z[t], out=da_h[t, :, H:2 * H])       # (G7)
+            xp.multiply(da_n, k_r[t], out=da_h[t, :, :H])            # (G8) da_r
+            xp.multiply(da_n, r[t], out=da_h[t, :, 2 * H:])          # (G8) dhn
+            xp.matmul(da_h[t], weight_hh, out=carried)               # (G9)
+        else:
+            xp.multiply(dh_t, k_z[t], out=da_x[t, :, H:2 * H])       # (G7)
+            xp.matmul(da_n, w_hn, out=drh)                           # (G8') d(r*h_prev)
+            xp.multiply(drh, k_r[t], out=da_x[t, :, :H])             # (G8') da_r
+            xp.matmul(da_x[t, :, :2 * H], w_hrz, out=carried)        # (G9)
+            xp.multiply(drh, r[t], out=tmp)
+            carried += tmp                                           # (G9)
+        xp.multiply(dh_t, z_pass[t], out=tmp)
+        carried += tmp                                               # (G9) direct path
+
+    x2 = x.reshape(T * N, D)
+    h_prev2 = h_prev_all.reshape(T * N, H)
+    if after:
+        da_x[:, :, :2 * H] = da_h[:, :, :2 * H]           # r, z rows are shared
+        da_h2 = da_h.reshape(T * N, 3 * H)
+        dweight_hh = xp.matmul(da_h2.T, h_prev2)                                    # (G11)
+        db_hh = da_h2.sum(axis=0)
+    else:
+        da_x2 = da_x.reshape(T * N, 3 * H)
+        dweight_hh = xp.empty((3 * H, H), dtype=dtype)
+        xp.matmul(da_x2[:, :2 * H].T, h_prev2, out=dweight_hh[:2 * H])              # (G11)
+        xp.matmul(da_x2[:, 2 * H:].T, cache.rh.reshape(T * N, H),
+                  out=dweight_hh[2 * H:])                                           # (G11)
+        db_hh = None
+    da_x2 = da_x.reshape(T * N, 3 * H)
+    dweight_ih = xp.matmul(da_x2.T, x2)                                             # (G11)
+    dx = xp.matmul(da_x2, cache.weight_ih).reshape(T, N, D)                         # (G10)
+    db_ih = da_x2.sum(axis=0)
+    dbias_ih, dbias_hh = bias_grads(db_ih, cache.has_bias_ih, cache.has_bias_hh, db_hh)
+    return GRUGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)

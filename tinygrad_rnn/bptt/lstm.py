@@ -1,0 +1,535 @@
+"""LSTM: hand-derived forward and backward through time on raw arrays.
+
+A per-step pair (:func:`lstm_step_forward` / :func:`lstm_step_backward`) that reads like the
+derivation, and the fused sequence pair (:func:`lstm_forward` / :func:`lstm_backward`), the
+fast engine, tested equal to a loop of the per-step pair. Variants: peephole connections
+(Gers & Schmidhuber 2000) and the coupled input-forget gate (i_t = 1 - f_t).
+
+Conventions
+-----------
+* Gate rows of weight_ih / weight_hh / biases are stacked in PyTorch's order **i, f, g, o**;
+  with ``coupled=True`` there is no input gate and the order is **f, g, o** (3H rows).
+* Peepholes ``weight_ch`` are diagonal, shape (3H,) = (w_ci, w_cf, w_co), or (2H,) =
+  (w_cf, w_co) when coupled. i and f look at the *previous* cell c_{t-1}; o looks at the
+  *new* cell c_t.
+
+Math
+----
+Forward (row-vector convention; a_i, a_f, a_g, a_o are the row blocks of
+x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh; the bracketed terms exist only with peepholes):
+
+* (L1) i_t = sigma(a_i + [w_ci * c_{t-1}])         (coupled: i_t = 1 - f_t)
+* (L2) f_t = sigma(a_f + [w_cf * c_{t-1}])
+* (L3) g_t = tanh(a_g)
+* (L4) c_t = f_t * c_{t-1} + i_t * g_t
+* (L5) o_t = sigma(a_o + [w_co * c_t])
+* (L6) h_t = o_t * tanh(c_t)
+
+Backward (carried dh and dc are what step t+1 sends back):
+
+* (L7) dh_t = dL_t/dh_t + carried dh_t   (gradient from the loss at t plus from step t+1)
+* (L8) da_o = dh_t * tanh(c_t) * o_t (1 - o_t)
+* (L9) dc_t = carried dc_t + dh_t * o_t * (1 - tanh^2(c_t)) + [da_o * w_co]
+* (L10) da_i = dc_t * g_t * i_t (1 - i_t);  da_f = dc_t * c_{t-1} * f_t (1 - f_t);
+  da_g = dc_t * i_t * (1 - g_t^2).
+  Coupled: da_f = dc_t * (c_{t-1} - g_t) * f_t (1 - f_t);  da_g = dc_t * (1 - f_t)(1 - g_t^2)
+* (L11) carried dc_{t-1} = dc_t * f_t + [da_i * w_ci + da_f * w_cf]
+* (L12) carried dh_{t-1} = da_t W_hh,  da_t = [da_i, da_f, da_g, da_o] (gate row order)
+* (L13) dx_t = da_t W_ih;  dW_ih = sum_t da_t^T x_t;  dW_hh = sum_t da_t^T h_{t-1};
+  db_ih = db_hh = sum_t da_t;  dw_ci = sum da_i * c_{t-1},  dw_cf = sum da_f * c_{t-1},
+  dw_co = sum da_o * c_t  (sums over t and the batch)
+
+Shapes
+------
+N batch, T time, D input size, H hidden size, G = 4 gates (3 when coupled). x (T, N, D)
+time-major; h0, c0 (N, H); weight_ih (G*H, D); weight_hh (G*H, H); bias_ih, bias_hh (G*H,)
+or None; weight_ch ((G-1)*H,) or None.
+
+References
+----------
+S. Hochreiter and J. Schmidhuber, "Long short-term memory", Neural Computation 9 (1997).
+F. Gers and J. Schmidhuber, "Recurrent nets that time and count", IJCNN 2000 (peepholes).
+K. Greff et al., "LSTM: a search space odyssey", IEEE TNNLS 2017 (coupled input-forget gate).
+PyTorch ``torch.nn.LSTM`` documentation. docs/recurrent.md (the numbered equations).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ..backend import get_array_module
+from ._common import (
+    Array, StepMask, backward_order, bias_grads, check_grad_arg, check_lengths,
+    check_recurrent_args, combined_bias, forward_order, make_mask, sigmoid, state_slots,
+    tanh_half_to_sigmoid_, zeros_or_copy,
+)
+
+__all__ = [
+    "LSTMStepCache", "LSTMStepGrads", "LSTMSequenceCache", "LSTMGrads",
+    "lstm_step_forward", "lstm_step_backward", "lstm_forward", "lstm_backward",
+]
+
+
+def _n_gates(coupled: bool) -> int:
+    return 3 if coupled else 4
+
+
+# --------------------------------------------------------------------------------------------
+# per-step pair (the readable reference)
+# --------------------------------------------------------------------------------------------
+class LSTMStepCache(NamedTuple):
+    """What :func:`lstm_step_backward` needs from one LSTM step."""
+
+    x_t: Array                 # (N, D)
+    h_prev: Array              # (N, H)
+    c_prev: Array              # (N, H)
+    i_t: Array                 # (N, H) input gate (L1); 1 - f_t when coupled
+    f_t: Array                 # (N, H) forget gate (L2)
+    g_t: Array                 # (N, H) candidate (L3)
+    o_t: Array                 # (N, H) output gate (L5)
+    c_t: Array                 # (N, H) new cell (L4)
+    tanh_c: Array              # (N, H) tanh(c_t)
+    h_t: Array                 # (N, H) new state (L6)
+    weight_ih: Array           # (G*H, D)
+    weight_hh: Array           # (G*H, H)
+    weight_ch: Array | None    # ((G-1)*H,) or None
+    coupled: bool
+    has_bias_ih: bool
+    has_bias_hh: bool
+
+
+class LSTMStepGrads(NamedTuple):
+    """Gradients of one LSTM step (None for absent biases / peepholes)."""
+
+    dx_t: Array
+    dh_prev: Array
+    dc_prev: Array
+    dweight_ih: Array
+    dweight_hh: Array
+    dbias_ih: Array | None
+    dbias_hh: Array | None
+    dweight_ch: Array | None
+
+
+def lstm_step_forward(
+    x_t: Array, h_prev: Array, c_prev: Array, weight_ih: Array, weight_hh: Array,
+    bias_ih: Array | None, bias_hh: Array | None, weight_ch: Array | None = None,
+    coupled: bool = False,
+) -> tuple[Array, Array, LSTMStepCache]:
+    """One LSTM step, equations (L1)-(L6).
+
+    Parameters
+    ----------
+    x_t : (N, D); h_prev, c_prev : (N, H).
+    weight_ih, weight_hh : (G*H, D), (G*H, H), rows i, f, g, o (f, g, o when coupled).
+    bias_ih, bias_hh : (G*H,) or None.
+    weight_ch : peepholes (w_ci, w_cf, w_co) of shape (3H,), ((w_cf, w_co), (2H,) when
+        coupled), or None.
+    coupled : tie the input gate to the forget gate, i_t = 1 - f_t.
+
+    Returns
+    -------
+    h_t, c_t : (N, H) and the :class:`LSTMStepCache`.
+    """
+    fname = "lstm_step_forward"
+    G = _n_gates(coupled)
+    _, N, D, H = check_recurrent_args(
+        fname, G, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh, sequence=False,
+        c0=c_prev, weight_ch=weight_ch, peepholes=G - 1, x_name="x_t", h_name="h_prev",
+        c_name="c_prev")
+    xp = get_array_module(x_t, h_prev, c_prev, weight_ih, weight_hh)
+    a = x_t @ weight_ih.T + h_prev @ weight_hh.T            # (N, G*H) gate pre-activations
+    if bias_ih is not None:
+        a = a + bias_ih
+    if bias_hh is not None:
+        a = a + bias_hh
+    blocks = [a[:, k * H:(k + 1) * H] for k in range(G)]
+    if coupled:
+        a_f, a_g, a_o = blocks
+    else:
+        a_i, a_f, a_g, a_o = blocks
+    if weight_ch is not None:
+        # peepholes: (w_ci, w_cf, w_co), or (w_cf, w_co) when coupled
+        w_c = [weight_ch[k * H:(k + 1) * H] for k in range(G - 1)]
+        if not coupled:
+            a_i = a_i + w_c[0] * c_prev                                      # (L1)
+        a_f = a_f + w_c[-2] * c_prev                                         # (L2)
+    f_t = sigmoid(a_f, xp)                                                   # (L2)
+    i_t = 1 - f_t if coupled else sigmoid(a_i, xp)                          # (L1)
+    g_t = xp.tanh(a_g)                                                       # (L3)
+    c_t = f_t * c_prev + i_t * g_t                                           # (L4)
+    if weight_ch is not None:
+        a_o = a_o + w_c[-1] * c_t                                            # (L5)
+    o_t = sigmoid(a_o, xp)                                                   # (L5)
+    tanh_c = xp.tanh(c_t)
+    h_t = o_t * tanh_c                                                       # (L6)
+    cache = LSTMStepCache(x_t, h_prev, c_prev, i_t, f_t, g_t, o_t, c_t, tanh_c, h_t,
+                          weight_ih, weight_hh, weight_ch, coupled, bias_ih is not None,
+                          bias_hh is not None)
+    return h_t, c_t, cache
+
+
+def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) -> LSTMStepGrads:
+    """Backward through one LSTM step, equations (L8)-(L13).
+
+    Parameters
+    ----------
+    dh_t : (N, H) total gradient dL/dh_t (loss at t plus what later steps sent back).
+    dc_t : (N, H) gradient reaching c_t from later steps (carried dc), or None for zeros.
+    cache : from :func:`lstm_step_forward`.
+
+    Returns
+    -------
+    :class:`LSTMStepGrads` (dx_t, dh_prev, dc_prev, dweight_ih, dweight_hh, dbias_ih,
+    dbias_hh, dweight_ch).
+    """
+    fname = "lstm_step_backward"
+    c = cache
+    check_grad_arg(fname, "dh_t", dh_t, c.h_t.shape, c.h_t.dtype)
+    check_grad_arg(fname, "dc_t", dc_t, c.c_t.shape, c.c_t.dtype)
+    xp = get_array_module(dh_t, c.h_t)
+    H = int(c.h_t.shape[1])
+    i_t, f_t, g_t, o_t = c.i_t, c.f_t, c.g_t, c.o_t
+    peep = c.weight_ch
+    if dc_t is None:
+        dc_t = xp.zeros_like(c.c_t)
+
+    da_o = dh_t * c.tanh_c * o_t * (1 - o_t)                                 # (L8)
+    dc = dc_t + dh_t * o_t * (1 - c.tanh_c * c.tanh_c)                       # (L9)
+    if peep is not None:
+        dc = dc + da_o * peep[-H:]                                           # (L9) w_co
+    da_g_common = dc * (1 - g_t * g_t)
+    if c.coupled:
+        da_f = dc * (c.c_prev - g_t) * f_t * (1 - f_t)                       # (L10)
+        da_g = da_g_common * (1 - f_t)                                       # (L10)
+        da = xp.concatenate([da_f, da_g, da_o], axis=1)      # (N, 3H) rows f, g, o
+    else:
+        da_i = dc * g_t * i_t * (1 - i_t)                                    # (L10)
+        da_f = dc * c.c_prev * f_t * (1 - f_t)                               # (L10)
+        da_g = da_g_common * i_t                                             # (L10)
+        da = xp.concatenate([da_i, da_f, da_g, da_o], axis=1)  # (N, 4H) rows i, f, g, o
+    dc_prev = dc * f_t                                                       # (L11)
+    dweight_ch = None
+    if peep is not None:
+        w_cf = peep[-2 * H:-H]
+        dc_prev = dc_prev + da_f * w_cf                                      # (L11)
+        d_cf = (da_f * c.c_prev).sum(axis=0)                                 # (L13)
+        d_co = (da_o * c.c_t).sum(axis=0)                                    # (L13)
+        if c.coupled:
+            dweight_ch = xp.concatenate([d_cf, d_co])
+        else:
+            dc_prev = dc_prev + da_i * peep[:H]                              # (L11)
+            d_ci = (da_i * c.c_prev).sum(axis=0)                             # (L13)
+            dweight_ch = xp.concatenate([d_ci, d_cf, d_co])
+    dh_prev = da @ c.weight_hh                                               # (L12)
+    dx_t = da @ c.weight_ih                                                  # (L13)
+    dweight_ih = da.T @ c.x_t                                                # (L13)
+    dweight_hh = da.T @ c.h_prev                                             # (L13)
+    dbias_ih, dbias_hh = bias_grads(da.sum(axis=0), c.has_bias_ih, c.has_bias_hh)
+    return LSTMStepGrads(dx_t, dh_prev, dc_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh,
+                         dweight_ch)
+
+
+# --------------------------------------------------------------------------------------------
+# fused sequence pair (the fast path)
+# --------------------------------------------------------------------------------------------
+def _o_first(w: Array, H: int, xp: Any) -> Array:
+    """Rows (i, f, g, o) -> (o, i, f, g), or (f, g, o) -> (o, f, g): move the o block first."""
+    return xp.concatenate([w[-H:], w[:-H]], axis=0)
+
+
+def _o_last(w: Array, H: int, xp: Any) -> Array:
+    """Inverse of :func:`_o_first`: back to PyTorch's row order."""
+    return xp.concatenate([w[H:], w[:H]], axis=0)
+
+
+class LSTMSequenceCache(NamedTuple):
+    """What :func:`lstm_backward` needs from :func:`lstm_forward`.
+
+    ``gates`` (T, N, G*H) holds the gate activations of every step in the *internal* order
+    (o, i, f, g) ((o, f, g) when coupled): the three sigmoid gates form one contiguous block
+    (one in-place sigmoid per step) and the gates multiplied by dc_t in (L10) form another
+    (one multiply per step in backward). ``weight_ih_o`` / ``weight_hh_o`` are the weights
+    with rows in that order. ``h_states`` / ``c_states`` are (T + 1, N, H) buffers laid out as
+    in :class:`tinygrad_rnn.bptt._common.StateSlots`; ``tanh_c`` is (T, N, H).
+    """
+
+    x: Array
+    gates: Array
+    h_states: Array
+    c_states: Array
+    tanh_c: Array
+    weight_ih_o: Array
+    weight_hh_o: Array
+    weight_ch: Array | None
+    coupled: bool
+    has_bias_ih: bool
+    has_bias_hh: bool
+    mask: StepMask | None
+    reverse: bool
+
+
+class LSTMGrads(NamedTuple):
+    """Gradients of a whole LSTM sequence.
+
+    ``dh_all[t]`` / ``dc_all[t]`` are the total dL/dh_t and dL/dc_t at every time index t.
+    """
+
+    dx: Array
+    dh0: Array
+    dc0: Array
+    dweight_ih: Array
+    dweight_hh: Array
+    dbias_ih: Array | None
+    dbias_hh: Array | None
+    dweight_ch: Array | None
+    dh_all: Array
+    dc_all: Array
+
+
+def lstm_forward(
+    x: Array, h0: Array, c0: Array, weight_ih: Array, weight_hh: Array,
+    bias_ih: Array | None = None, bias_hh: Array | None = None, *,
+    weight_ch: Array | None = None, coupled: bool = False, lengths: Any = None,
+    reverse: bool = False,
+) -> tuple[Array, Array, Array, LSTMSequenceCache]:
+    """Run an LSTM over a whole sequence (fast path), equations (L1)-(L6).
+
+    Parameters
+    ----------
+    x : (T, N, D) time-major inputs; h0, c0 : (N, H) initial states.
+    weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, rows i, f, g, o (f, g, o when
+        coupled).
+    weight_ch : peepholes, (3H,) = (w_ci, w_cf, w_co) or (2H,) = (w_cf, w_co) when coupled.
+    coupled : coupled input-forget gate, i_t = 1 - f_t.
+    lengths : optional int array (N,); step t of sequence n is valid iff t < lengths[n].
+        Padded steps carry h and c unchanged and output 0.
+    reverse : process t = T-1 down to 0.
+
+    Returns
+    -------
+    hs : (T, N, H), h_n : (N, H), c_n : (N, H), cache : :class:`LSTMSequenceCache`.
+
+    Notes
+    -----
+    The gate rows are permuted once per call to (o, i, f, g) and the sigmoid rows of the
+    weights, biases and peepholes are pre-scaled by 0.5 (exact), so that
+    sigma(a) = 0.5 * tanh(0.5 a) + 0.5 turns into one in-place tanh over all gate rows and an
+    in-place 0.5 * t + 0.5 over the contiguous sigmoid block. One GEMM projects the inputs of
+    all T steps; per step only the recurrent GEMM runs, into a preallocated buffer.
+    """
+    fname = "lstm_forward"
+    G = _n_gates(coupled)
+    T, N, D, H = check_recurrent_args(
+        fname, G, x, h0, weight_ih, weight_hh, bias_ih, bias_hh, sequence=True, c0=c0,
+        weight_ch=weight_ch, peepholes=G - 1)
+    xp = get_array_module(x, h0, c0, weight_ih, weight_hh)
+    lengths = check_lengths(fname, lengths, T, N, xp)
+    dtype = x.dtype
+    mask = make_mask(lengths, T, dtype, xp)
+    slots = state_slots(T, reverse)
+    S = (G - 1) * H                     # end of the sigmoid block (o, i, f) / (o, f)
+
+    # internal row order: o first, then PyTorch's order without o
+    w_ih_o = _o_first(weight_ih, H, xp)
+    w_hh_o = _o_first(weight_hh, H, xp)
+    scale = xp.ones((G * H, 1), dtype=dtype)
+    scale[:S] = 0.5
+    w_ih_s = w_ih_o * scale
+    w_hh_s_t = (w_hh_o * scale).T                         # (H, G*H)
+
+    # (L1)-(L5), input half, for all T steps in one GEMM: (T*N, D) @ (D, G*H)
+    gates = xp.matmul(x.reshape(T * N, D), w_ih_s.T).reshape(T, N, G * H)
+    bias = combined_bias(bias_ih, bias_hh)
+    if bias is not None:
+        gates += _o_first(bias, H, xp) * scale[:, 0]
+
+    h_states = xp.empty((T + 1, N, H), dtype=dtype)
+    c_states = xp.empty((T + 1, N, H), dtype=dtype)
+    h_states[slots.initial] = h0
+    c_states[slots.initial] = c0
+    tanh_c = xp.empty((T, N, H), dtype=dtype)
+    rec = xp.empty((N, G * H), dtype=dtype)
+    tmp = xp.empty((N, H), dtype=dtype)
+    if weight_ch is not None:
+        # 0.5-scaled peepholes for the gates that see c_{t-1} (i, f or f) and for o
+        w_c_prev = (weight_ch[:-H] * 0.5).reshape(G - 2, H)
+        w_co = weight_ch[-H:] * 0.5
+        peep_tmp = xp.empty((N, G - 2, H), dtype=dtype)
+
+    for t in forward_order(T, reverse):
+        h_prev = h_states[t + slots.prev_offset]
+        c_prev = c_states[t + slots.prev_offset]
+        h_t = h_states[t + slots.out_offset]
+        c_t = c_states[t + slots.out_offset]
+        a = gates[t]                                      # (N, G*H), becomes the activations
+        o = a[:, :H]
+        f = a[:, S - H:S]
+        g = a[:, S:]
+        xp.matmul(h_prev, w_hh_s_t, out=rec)
+        a += rec
+        if weight_ch is None:
+            xp.tanh(a, out=a)
+            tanh_half_to_sigmoid_(a[:, :S])                          # (L1), (L2), (L5)
+        else:
+            a_cprev = a[:, H:S].reshape(N, G - 2, H)                 # i, f (or f) pre-acts
+            xp.multiply(c_prev[:, None, :], w_c_prev, out=peep_tmp)
+            a_cprev += peep_tmp                                      # (L1), (L2) peepholes
+            xp.tanh(a[:, H:], out=a[:, H:])                          # (L3)
+            tanh_half_to_sigmoid_(a[:, H:S])                         # (L1), (L2)
+        # (L4) c_t = f * c_prev + i * g   (coupled: c_t = g + f * (c_prev - g))
+        if coupled:
+            xp.subtract(c_prev, g, out=c_t)
+            c_t *= f
+            c_t += g
+        else:
+            xp.multiply(f, c_prev, out=c_t)
+            xp.multiply(a[:, H:2 * H], g, out=tmp)
+            c_t += tmp
+        if weight_ch is not None:
+            xp.multiply(c_t, w_co, out=tmp)
+            o += tmp                                                 # (L5) peephole on c_t
+            xp.tanh(o, out=o)
+            tanh_half_to_sigmoid_(o)                                 # (L5)
+        tc = tanh_c[t]
+        xp.tanh(c_t, out=tc)
+        xp.multiply(o, tc, out=h_t)                                  # (L6)
+        if mask is not None:
+            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry h and c
+            xp.copyto(c_t, c_prev, where=mask.invalid[t])
+
+    out_states = slots.out_all(h_states, T)
+    hs = out_states * mask.valid if mask is not None else out_states.copy()
+    h_n = h_states[slots.final].copy()
+    c_n = c_states[slots.final].copy()
+    cache = LSTMSequenceCache(x, gates, h_states, c_states, tanh_c, w_ih_o, w_hh_o, weight_ch,
+                              coupled, bias_ih is not None, bias_hh is not None, mask, reverse)
+    return hs, h_n, c_n, cache
+
+
+def lstm_backward(
+    dhs: Array | None, dh_n: Array | None, dc_n: Array | None, cache: LSTMSequenceCache,
+) -> LSTMGrads:
+    """Backpropagation through time for :func:`lstm_forward`, equations (L7)-(L13).
+
+    Parameters
+    ----------
+    dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
+    dh_n, dc_n : (N, H) upstream gradients of the final states, or None (zeros).
+    cache : from :func:`lstm_forward`.
+
+    Returns
+    -------
+    :class:`LSTMGrads` (dx, dh0, dc0, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dweight_ch,
+    dh_all, dc_all), weight gradients in PyTorch's row order.
+
+    Notes
+    -----
+    All gate-derivative factors of (L8)-(L11) are computed for every step before the time
+    loop. The loop does (L7), (L9), one multiply for da_o, one for (da_i, da_f, da_g) (they
+    are contiguous in the internal order), (L11) and the recurrent GEMM (L12). The input and
+    weight gradients are single GEMMs over the stacked T*N rows afterwards.
+    """
+    fname = "lstm_backward"
+    c = cache
+    x, mask, coupled = c.x, c.mask, c.coupled
+    T, N, D = (int(s) for s in x.shape)
+    H = int(c.h_states.shape[2])
+    G = _n_gates(coupled)
+    S = (G - 1) * H
+    dtype = c.h_states.dtype
+    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype)
+    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype)
+    check_grad_arg(fname, "dc_n", dc_n, (N, H), dtype)
+    xp = get_array_module(c.h_states, dhs, dh_n, dc_n)
+    slots = state_slots(T, c.reverse)
+    peep = c.weight_ch
+    c_prev_all = slots.prev_all(c.c_states, T)           # (T, N, H)
+    gates = c.gates
+    o = gates[:, :, :H]
+    f = gates[:, :, S - H:S]
+    g = gates[:, :, S:]
+    tanh_c = c.tanh_c
+
+    # ---- factors for all steps at once: da = k * (dh for o, dc for the rest) ---------------
+    k = xp.empty((T, N, G * H), dtype=dtype)
+    sig = gates[:, :, :S]
+    k_sig = k[:, :, :S]
+    xp.subtract(1, sig, out=k_sig)
+    k_sig *= sig                                          # sigma (1 - sigma) for o, i, f
+    k[:, :, :H] *= tanh_c                                 # (L8)  da_o = dh * k_o
+    k_g = k[:, :, S:]
+    xp.multiply(g, g, out=k_g)
+    xp.subtract(1, k_g, out=k_g)                          # 1 - g^2
+    if coupled:
+        k_g *= 1 - f                                      # (L10) da_g = dc * (1 - f)(1 - g^2)
+        k[:, :, H:2 * H] *= c_prev_all - g                # (L10) da_f
+    else:
+        k_g *= gates[:, :, H:2 * H]                       # (L10) da_g = dc * i (1 - g^2)
+        k[:, :, H:2 * H] *= g                             # (L10) da_i = dc * g i (1 - i)
+        k[:, :, 2 * H:3 * H] *= c_prev_all                # (L10) da_f = dc * c_prev f (1 - f)
+    p = tanh_c * tanh_c
+    xp.subtract(1, p, out=p)
+    p *= o                                                # (L9)  dc += dh * p
+    f_pass = f                                            # (L11) dc_prev = dc * f_pass
+    if mask is not None:
+        k *= mask.valid                                   # padded steps make no gradient ...
+        p *= mask.valid
+        f_pass = xp.where(mask.invalid, xp.ones((), dtype=dtype), f)   # ... and pass dc on
+        if dhs is not None:
+            dhs = dhs * mask.valid                        # upstream at padded outputs ignored
+    k_dc = k[:, :, H:].reshape(T, N, G - 1, H)            # the gates multiplied by dc
+
+    da = xp.empty((T, N, G * H), dtype=dtype)             # pre-activation grads, internal order
+    da_dc = da[:, :, H:].reshape(T, N, G - 1, H)
+    dh_all = xp.empty((T, N, H), dtype=dtype)
+    dc_all = xp.empty((T, N, H), dtype=dtype)
+    dh_carried = zeros_or_copy(dh_n, (N, H), dtype, xp)
+    dc_carried = zeros_or_copy(dc_n, (N, H), dtype, xp)
+    tmp = xp.empty((N, H), dtype=dtype)
+    w_hh_o = c.weight_hh_o
+    if peep is not None:
+        w_co = peep[-H:]
+        w_c_prev = peep[:-H].reshape(G - 2, H)           # (w_ci, w_cf) or (w_cf,)
+        peep_tmp = xp.empty((N, G - 2, H), dtype=dtype)
+
+    for t in backward_order(T, c.reverse):
+        dh_t = dh_all[t]
+        dc_t = dc_all[t]
+        # (L7) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+        if dhs is None:
+            xp.copyto(dh_t, dh_carried)
+        else:
+            xp.add(dhs[t], dh_carried, out=dh_t)
+        da_o = da[t, :, :H]
+        xp.multiply(dh_t, k[t, :, :H], out=da_o)                     # (L8)
+        # (L9) total dL/dc_t = carried dc + path through h_t (+ path through o's peephole)
+        xp.multiply(dh_t, p[t], out=dc_t)
+        dc_t += dc_carried
+        if peep is not None:
+            xp.multiply(da_o, w_co, out=tmp)
+            dc_t += tmp
+        xp.multiply(dc_t[:, None, :], k_dc[t], out=da_dc[t])         # (L10) da_i, da_f, da_g
+        xp.multiply(dc_t, f_pass[t], out=dc_carried)                 # (L11)
+        if peep is not None:
+            xp.multiply(da_dc[t, :, :G - 2], w_c_prev, out=peep_tmp)
+            for j in range(G - 2):
+                dc_carried += peep_tmp[:, j]                         # (L11) peepholes
+        xp.matmul(da[t], w_hh_o, out=dh_carried)                     # (L12)
+        if mask is not None:
+            xp.copyto(dh_carried, dh_t, where=mask.invalid[t])       # padded: pass through
+
+    da2 = da.reshape(T * N, G * H)
+    dweight_ih = _o_last(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)               # (L13)
+    h_prev2 = slots.prev_all(c.h_states, T).reshape(T * N, H)
+    dweight_hh = _o_last(xp.matmul(da2.T, h_prev2), H, xp)                           # (L13)
+    dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D)                              # (L13)
+    db = _o_last(da2.sum(axis=0), H, xp)
+    dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
+    dweight_ch = None
+    if peep is not None:
+        c_out_all = slots.out_all(c.c_states, T)
+        d_co = (da[:, :, :H] * c_out_all).sum(axis=(0, 1))                           # (L13)
+        d_c_prev = (da_dc[:, :, :G - 2] * c_prev_all[:, :, None, :]).sum(axis=(0, 1))
+        dweight_ch = xp.concatenate([d_c_prev.reshape(-1), d_co])                    # (L13)
+    return LSTMGrads(dx, dh_carried, dc_carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh,
+                     dweight_ch, dh_all, dc_all)

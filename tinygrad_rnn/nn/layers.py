@@ -1,0 +1,375 @@
+"""Basic layers: Linear, Embedding, Dropout, containers and activation modules.
+
+Each mirrors its ``torch.nn`` counterpart: constructor arguments, parameter names and shapes,
+default initialisation and ``state_dict`` keys, so a torch state dict converted to NumPy loads
+into the layer and gives the same numbers.
+
+Every layer that draws random numbers takes ``generator`` (an int seed, a
+``numpy.random.Generator``, or ``None`` for the default generator reset by
+``tr.manual_seed``), and layers with weights take ``dtype`` (default float32). Initial values
+are drawn in float64 and cast, so a float32 and a float64 layer built from the same seed hold
+the same numbers up to rounding.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from .. import functional as F
+from ..backend import DEFAULT_FLOAT, is_float_dtype
+from ..random import get_generator
+from ..tensor import Tensor
+from . import init
+from .module import Module, Parameter
+
+__all__ = [
+    "Linear", "Embedding", "Dropout", "Sequential", "ModuleList", "Tanh", "ReLU", "Sigmoid",
+    "Identity",
+]
+
+
+def _float_dtype(dtype: Any, layer: str) -> np.dtype:
+    dt = np.dtype(dtype)
+    if not is_float_dtype(dt):
+        raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dt}")
+    return dt
+
+
+def _dtype_note(dtype: np.dtype) -> str:
+    """``', dtype=float64'`` for a non-default dtype, for ``extra_repr``."""
+    return "" if dtype == np.dtype(DEFAULT_FLOAT) else f", dtype={dtype}"
+
+
+# ------------------------------------------------------------------------- Linear
+class Linear(Module):
+    """Affine map y = x W^T + b, as ``torch.nn.Linear``.
+
+    Parameters
+    ----------
+    in_features, out_features : int
+    bias : bool
+        Learn an additive bias (default True); without it ``self.bias`` is None.
+    dtype : float dtype
+        Default float32.
+    generator : int, numpy Generator or None
+        Source of the initial values.
+
+    Attributes
+    ----------
+    weight : Parameter, shape (out_features, in_features)
+    bias : Parameter, shape (out_features,), or None
+        Both initialised from U(-k, k) with k = 1/sqrt(in_features), torch's default
+        (``kaiming_uniform_`` with a = sqrt(5) gives exactly this bound); weight first, then
+        bias, from the one generator.
+
+    Math
+    ----
+    y = x W^T + b. With upstream gradient G = dL/dy (rows are samples):
+    dL/dx = G W, dL/dW = G^T x (summed over all leading axes), dL/db = sum of G over them.
+
+    Shapes
+    ------
+    x (*, in_features) -> y (*, out_features).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+        super().__init__()
+        if in_features < 0 or out_features < 0:
+            raise ValueError(
+                f"Linear: feature sizes must be >= 0, got in_features={in_features}, "
+                f"out_features={out_features}"
+            )
+        dt = _float_dtype(dtype, "Linear")
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
+        rng = get_generator(generator)
+        k = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.weight = Parameter(np.zeros((out_features, in_features), dtype=dt))
+        init.uniform_(self.weight, -k, k, generator=rng)
+        if bias:
+            self.bias = Parameter(np.zeros((out_features,), dtype=dt))
+            init.uniform_(self.bias, -k, k, generator=rng)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}{_dtype_note(self.weight.dtype)}")
+
+
+# ------------------------------------------------------------------------- Embedding
+class Embedding(Module):
+    """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``, as
+    ``torch.nn.Embedding``.
+
+    Parameters
+    ----------
+    num_embeddings : int
+        Vocabulary size V.
+    embedding_dim : int
+        Vector size E.
+    padding_idx : int, optional
+        This row is initialised to zeros and never receives a gradient (a padding token).
+        Negative values count from the end, as in torch.
+    dtype, generator
+        As for :class:`Linear`.
+
+    Attributes
+    ----------
+    weight : Parameter, shape (V, E)
+        Initialised from N(0, 1), torch's default.
+
+    Math
+    ----
+    y[..., :] = W[ids[...], :]. dL/dW[v] = sum of G at every position whose id is v (repeated
+    ids accumulate); dL/dW[padding_idx] = 0. Ids carry no gradient.
+
+    Shapes
+    ------
+    ids (*) integer -> y (*, E).
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int,
+                 padding_idx: int | None = None, *, dtype: Any = DEFAULT_FLOAT,
+                 generator: Any = None, _weight: Any = None) -> None:
+        super().__init__()
+        if num_embeddings < 0 or embedding_dim < 0:
+            raise ValueError(
+                f"Embedding: sizes must be >= 0, got num_embeddings={num_embeddings}, "
+                f"embedding_dim={embedding_dim}"
+            )
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(
+                    f"Embedding: padding_idx {padding_idx} is outside the table of "
+                    f"{num_embeddings} rows"
+                )
+            padding_idx = padding_idx % num_embeddings
+        self.num_embeddings = int(num_embeddings)
+        self.embedding_dim = int(embedding_dim)
+        self.padding_idx = padding_idx
+        if _weight is None:
+            dt = _float_dtype(dtype, "Embedding")
+            self.weight = Parameter(np.zeros((num_embeddings, embedding_dim), dtype=dt))
+            init.normal_(self.weight, 0.0, 1.0, generator=generator)
+            if padding_idx is not None:
+                init.zeros_(self.weight.data[padding_idx])
+        else:
+            data = _weight.data if isinstance(_weight, Tensor) else np.asarray(_weight)
+            if tuple(data.shape) != (num_embeddings, embedding_dim):
+                raise ValueError(
+                    f"Embedding: _weight has shape {tuple(data.shape)}, expected "
+                    f"{(num_embeddings, embedding_dim)}"
+                )
+            _float_dtype(data.dtype, "Embedding")
+            self.weight = Parameter(data)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True,
+                        padding_idx: int | None = None) -> "Embedding":
+        """An Embedding holding a copy of ``embeddings`` (V, E) in its dtype; with ``freeze``
+        the weight does not require a gradient. The padding row is kept as given."""
+        data = embeddings.data if isinstance(embeddings, Tensor) else np.asarray(embeddings)
+        if data.ndim != 2:
+            raise ValueError(
+                f"Embedding.from_pretrained: expected a 2-D (V, E) array, got shape "
+                f"{tuple(data.shape)}"
+            )
+        emb = cls(data.shape[0], data.shape[1], padding_idx, _weight=data)
+        emb.weight.requires_grad_(not freeze)
+        return emb
+
+    def forward(self, ids: Any) -> Tensor:
+        return F.embedding(ids, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s + _dtype_note(self.weight.dtype)
+
+
+# ------------------------------------------------------------------------- Dropout
+class Dropout(Module):
+    """Inverted dropout, active in training mode only, as ``torch.nn.Dropout``.
+
+    In training mode each entry is zeroed with probability ``p`` and the others are scaled by
+    1/(1-p), so the expected output equals the input; in eval mode it is the identity.
+
+    Parameters
+    ----------
+    p : float
+        Drop probability in [0, 1].
+    generator : int, numpy Generator or None
+        Each Dropout owns its generator: made from the seed when an int is given, used as is
+        when a Generator is given, and otherwise spawned from the default generator when the
+        layer is built (so ``tr.manual_seed(s)`` before building a model fixes every mask,
+        and adding a Dropout does not change the numbers any other layer draws).
+
+    Math
+    ----
+    y = x * m / (1 - p) with m ~ Bernoulli(1 - p) per entry; dL/dx = G * m / (1 - p).
+    """
+
+    def __init__(self, p: float = 0.5, generator: Any = None) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = float(p)
+        if generator is None:
+            default = get_generator(None)
+            try:
+                self.generator = default.spawn(1)[0]
+            except (AttributeError, TypeError, ValueError):  # no seed sequence to spawn from
+                self.generator = np.random.default_rng(int(default.integers(2 ** 63)))
+        else:
+            self.generator = get_generator(generator)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training, generator=self.generator)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+# ------------------------------------------------------------------------- containers
+class Sequential(Module):
+    """Modules applied one after the other, as ``torch.nn.Sequential``.
+
+    ``Sequential(m0, m1, ...)`` names the modules ``'0'``, ``'1'``, ... (state-dict keys
+    ``'0.weight'``); ``Sequential(OrderedDict(name=module, ...))`` uses the given names.
+    Supports ``len``, iteration, indexing (a slice gives a Sequential) and ``append``.
+    """
+
+    def __init__(self, *modules: Any) -> None:
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(modules):
+                self.add_module(str(i), module)
+
+    def _index(self, idx: int) -> str:
+        n = len(self._modules)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range for {type(self).__name__} of {n}")
+        return list(self._modules)[idx % n]
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._index(idx)]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(self._index(idx), module)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def forward(self, x: Any) -> Any:
+        for module in self._modules.values():
+            x = module(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of sub-modules, registered under ``'0'``, ``'1'``, ... like
+    ``torch.nn.ModuleList``. It has no forward: iterate over it in your own."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def _index(self, idx: int) -> int:
+        n = len(self._modules)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range for ModuleList of {n}")
+        return idx % n
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return self._modules[str(self._index(idx))]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(str(self._index(idx)), module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        items = list(self._modules.values())
+        if isinstance(idx, slice):
+            del items[idx]
+        else:
+            del items[self._index(idx)]
+        self._modules.clear()  # renumber, as torch does
+        for i, module in enumerate(items):
+            self._modules[str(i)] = module
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> "ModuleList":
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+
+# ------------------------------------------------------------------------- activations
+class Tanh(Module):
+    """Elementwise tanh; derivative 1 - tanh(x)^2 (see ``tr.functional.tanh``)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanh(x)
+
+
+class ReLU(Module):
+    """Elementwise max(x, 0); derivative 1[x > 0] (0 at 0)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu(x)
+
+
+class Sigmoid(Module):
+    """Elementwise 1 / (1 + exp(-x)); derivative y (1 - y)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.sigmoid(x)
+
+
+class Identity(Module):
+    """Returns its input unchanged; accepts and ignores any constructor arguments (torch)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, x: Any) -> Any:
+        return x

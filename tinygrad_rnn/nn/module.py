@@ -1,0 +1,535 @@
+"""Modules and parameters: the containers models are built from, mirroring ``torch.nn``.
+
+A :class:`Module` registers every :class:`Parameter` and sub-module assigned to one of its
+attributes, in the order of assignment, so that
+
+* ``named_parameters()`` lists them under dotted names (``"encoder.weight"``), each shared
+  parameter once;
+* ``state_dict()`` returns NumPy copies under the same keys as ``torch.nn`` would, so a
+  checkpoint can be compared with (or loaded from) a torch model of the same layout;
+* ``load_state_dict()`` copies values *into* the existing parameters, keeping their dtype and
+  their identity (an optimizer holding them keeps working).
+
+Example
+-------
+>>> import tinygrad_rnn as tr
+>>> class Net(tr.nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.hidden = tr.nn.Linear(3, 4, generator=0)
+...         self.out = tr.nn.Linear(4, 1, generator=1)
+...     def forward(self, x):
+...         return self.out(self.hidden(x).tanh())
+>>> net = Net()
+>>> [name for name, _ in net.named_parameters()]
+['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+>>> net.num_parameters()
+21
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, Mapping, NamedTuple
+
+import numpy as np
+
+from ..backend import get_array_module, is_float_dtype
+from ..engine import no_grad
+from ..tensor import Tensor
+
+__all__ = ["Parameter", "Module", "IncompatibleKeys"]
+
+
+class Parameter(Tensor):
+    """A tensor that is a trainable weight of a :class:`Module`.
+
+    Assigning a Parameter to a module attribute registers it: it then appears in
+    ``parameters()``, ``named_parameters()`` and ``state_dict()``.
+
+    Parameters
+    ----------
+    data : Tensor or array-like
+        The initial value, copied. A Parameter is always a leaf: made from a tensor that has a
+        graph, it keeps only the values.
+    requires_grad : bool
+        Default True. Only floating-point parameters can require a gradient.
+
+    Notes
+    -----
+    Operations on a Parameter return plain :class:`~tinygrad_rnn.Tensor` objects; only the
+    stored weight itself is a Parameter.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = np.empty((0,), dtype=np.float32)
+        if isinstance(data, Tensor):
+            data = data.data  # values only: a parameter is a leaf
+        super().__init__(data, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Parameter(")
+        flag = ", requires_grad=True" if self.requires_grad else ", requires_grad=False"
+        return f"Parameter({body}, dtype={self.dtype}{flag})"
+
+
+class IncompatibleKeys(NamedTuple):
+    """What :meth:`Module.load_state_dict` returns (as torch's ``_IncompatibleKeys``)."""
+
+    missing_keys: list
+    unexpected_keys: list
+
+
+def _as_buffer(value: Any) -> Tensor | None:
+    """A buffer value as a Tensor that never requires a gradient (or None)."""
+    if value is None:
+        return None
+    if isinstance(value, Parameter):
+        raise TypeError("a Parameter cannot be a buffer; assign it as a parameter instead")
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            value = value.detach()
+        return value
+    return Tensor(value)
+
+
+class Module:
+    """Base class of every layer and model; subclasses implement :meth:`forward`.
+
+    Call ``super().__init__()`` first in a subclass ``__init__``, then assign parameters and
+    sub-modules as attributes. Calling the module calls ``forward``.
+
+    Attributes
+    ----------
+    training : bool
+        Set by :meth:`train` / :meth:`eval` on the module and all its sub-modules; layers such
+        as :class:`~tinygrad_rnn.nn.Dropout` behave differently in training mode.
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # ---------------------------------------------------------------- calling
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not implement forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ---------------------------------------------------------------- registration
+    def _check_initialised(self, what: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"cannot assign {what} before Module.__init__() is called; call "
+                f"super().__init__() first in {type(self).__name__}.__init__"
+            )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, (Parameter, Module)):
+            self._check_initialised("parameters and sub-modules")
+            self.__dict__.pop(name, None)  # a plain attribute of that name is replaced
+            if isinstance(value, Parameter):
+                self.register_parameter(name, value)
+            else:
+                self.add_module(name, value)
+        elif "_parameters" in self.__dict__ and name in self._parameters:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} to parameter '{name}' of "
+                    f"{type(self).__name__}: assign a Parameter or None"
+                )
+            self._parameters[name] = None
+        elif "_modules" in self.__dict__ and name in self._modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} to sub-module '{name}' of "
+                    f"{type(self).__name__}: assign a Module or None"
+                )
+            self._modules[name] = None
+        elif "_buffers" in self.__dict__ and name in self._buffers:
+            self._buffers[name] = _as_buffer(value)
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when normal lookup fails: parameters, buffers and sub-modules live in
+        # their registries, not in __dict__
+        d = self.__dict__
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for registry in (self._parameters, self._buffers, self._modules):
+            if name in registry:
+                del registry[name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list:
+        extra = list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(set(super().__dir__()) | set(extra))
+
+    def _check_name(self, name: str, kind: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name must be a str, got {type(name).__name__}")
+        if name == "" or "." in name:
+            raise KeyError(f"{kind} name must be non-empty and contain no '.', got {name!r}")
+        if name in self.__dict__:
+            raise KeyError(f"attribute '{name}' already exists on {type(self).__name__}")
+
+    def _unregister(self, name: str) -> None:
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        self._non_persistent.discard(name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` under ``name`` (``None`` registers an absent parameter, as a
+        Linear without bias has ``bias = None``)."""
+        self._check_initialised("parameters")
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot register {type(param).__name__} as parameter '{name}': wrap it in "
+                f"tr.nn.Parameter"
+            )
+        self._unregister(name)
+        self._parameters[name] = param
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Register sub-module ``module`` under ``name``."""
+        self._check_initialised("sub-modules")
+        self._check_name(name, "module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module")
+        self._unregister(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def register_buffer(self, name: str, value: Any, persistent: bool = True) -> None:
+        """Register non-trainable state (an array or Tensor, or None) under ``name``.
+
+        Buffers are converted by :meth:`to` like parameters and, when ``persistent``, saved in
+        ``state_dict()``; they never require a gradient.
+        """
+        self._check_initialised("buffers")
+        self._check_name(name, "buffer")
+        buf = _as_buffer(value)
+        self._unregister(name)
+        self._buffers[name] = buf
+        if not persistent:
+            self._non_persistent.add(name)
+
+    # ---------------------------------------------------------------- traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """This module and all sub-modules (pre-order), with dotted names ('' for self).
+
+        Iterative (an explicit stack), so deep nesting never hits the recursion limit.
+        """
+        if memo is None:
+            memo = set()
+        stack: list[tuple[str, Module]] = [(prefix, self)]
+        while stack:
+            name, module = stack.pop()
+            if remove_duplicate:
+                if id(module) in memo:
+                    continue
+                memo.add(id(module))
+            yield name, module
+            children = [(name + ("." if name else "") + child_name, child)
+                        for child_name, child in module._modules.items() if child is not None]
+            stack.extend(reversed(children))
+
+    def modules(self) -> Iterator["Module"]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """Direct sub-modules with their names (each module once)."""
+        seen: set[int] = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        if recurse:
+            mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            mods = iter([(prefix, self)])
+        for mod_prefix, module in mods:
+            for name, value in getattr(module, registry).items():
+                if value is None:
+                    continue
+                if remove_duplicate:
+                    if id(value) in seen:
+                        continue
+                    seen.add(id(value))
+                yield mod_prefix + ("." if mod_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Parameters with dotted names in registration order; a shared parameter is listed
+        once, under the first name it was found by."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> "Module":
+        """The sub-module at dotted path ``target`` ('' is self)."""
+        module = self
+        if target == "":
+            return module
+        walked = []
+        for part in target.split("."):
+            child = module._modules.get(part) if isinstance(module, Module) else None
+            if child is None:
+                where = ".".join(walked) or type(self).__name__
+                raise AttributeError(f"{where} has no sub-module '{part}' (target {target!r})")
+            walked.append(part)
+            module = child
+        return module
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        """Number of scalar parameters (shared parameters counted once)."""
+        return sum(p.size for p in self.parameters()
+                   if p.requires_grad or not trainable_only)
+
+    # ---------------------------------------------------------------- state
+    def state_dict(self, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Any]":
+        """Parameters and persistent buffers by dotted key, as NumPy array copies.
+
+        The keys are exactly those of the torch module with the same layout. As in torch, a
+        parameter shared by two sub-modules appears under both keys. With ``keep_vars=True``
+        the values are the Parameter/buffer tensors themselves (no copy).
+        """
+        out: OrderedDict[str, Any] = OrderedDict()
+        for mod_prefix, module in self.named_modules(prefix=prefix):
+            dot = mod_prefix + ("." if mod_prefix else "")
+            for name, p in module._parameters.items():
+                if p is not None:
+                    out[dot + name] = p if keep_vars else _host_copy(p.data)
+            for name, b in module._buffers.items():
+                if b is not None and name not in module._non_persistent:
+                    out[dot + name] = b if keep_vars else _host_copy(b.data)
+        return out
+
+    def load_state_dict(self, state_dict: Mapping[str, Any],
+                        strict: bool = True) -> IncompatibleKeys:
+        """Copy values from ``state_dict`` into this module's parameters and buffers.
+
+        Values (NumPy arrays or Tensors) are copied into the existing arrays, converted to each
+        parameter's dtype: the Parameter objects stay the same objects and keep their dtype
+        (float64 values loaded into a float32 model stay float32). Every check runs before
+        anything is copied, so a failed load leaves the module untouched.
+
+        Parameters
+        ----------
+        state_dict : mapping
+            Dotted key -> array or Tensor, e.g. from :meth:`state_dict` or
+            ``tr.load(path)``, or a torch state dict converted with ``.numpy()``.
+        strict : bool
+            When True, keys missing from ``state_dict`` and keys the module does not have are
+            errors. A shape mismatch is always an error.
+
+        Returns
+        -------
+        IncompatibleKeys
+            ``(missing_keys, unexpected_keys)``, as torch returns.
+
+        Raises
+        ------
+        RuntimeError
+            Listing every missing/unexpected key (strict) and every shape mismatch with the key
+            and both shapes.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"load_state_dict: expected a mapping of key -> array, got "
+                f"{type(state_dict).__name__}"
+            )
+        targets = self.state_dict(keep_vars=True)
+        missing = [k for k in targets if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in targets]
+        errors: list[str] = []
+        updates: list[tuple[Tensor, Any]] = []
+        for key, target in targets.items():
+            if key not in state_dict:
+                continue
+            value = _value_array(key, state_dict[key])
+            if value.shape != target.shape:
+                errors.append(
+                    f"size mismatch for '{key}': the checkpoint has shape {value.shape}, "
+                    f"the module's {'parameter' if isinstance(target, Parameter) else 'buffer'}"
+                    f" has shape {target.shape}"
+                )
+                continue
+            updates.append((target, value))
+        if strict and unexpected:
+            errors.insert(0, "unexpected key(s) in state_dict: "
+                          + ", ".join(repr(k) for k in unexpected))
+        if strict and missing:
+            errors.insert(0, "missing key(s) in state_dict: "
+                          + ", ".join(repr(k) for k in missing))
+        if errors:
+            raise RuntimeError(
+                f"error(s) in loading state_dict for {type(self).__name__} (nothing was "
+                f"loaded):\n\t" + "\n\t".join(errors)
+            )
+        with no_grad():
+            for target, value in updates:
+                xp = get_array_module(target.data)
+                target.copy_(xp.asarray(value))  # casts to the target's dtype; bumps version
+        return IncompatibleKeys(missing, unexpected)
+
+    # ---------------------------------------------------------------- modes and dtypes
+    def train(self, mode: bool = True) -> "Module":
+        """Set training mode on this module and every sub-module; returns self."""
+        if not isinstance(mode, bool):
+            raise TypeError(f"train(mode): mode must be a bool, got {type(mode).__name__}")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        """Evaluation mode (``train(False)``); returns self."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Switch gradient recording of every parameter on or off (freezing); returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of every parameter: to None (default) or to zeros in place."""
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad[...] = 0
+
+    def to(self, *args: Any, device: str | None = None, dtype: Any = None) -> "Module":
+        """Convert every floating-point parameter and buffer in place; returns self.
+
+        ``to(np.float64)``, ``to(dtype=...)``, ``to("cpu")``. The Parameter objects stay the
+        same objects (an optimizer holding them stays valid); gradients are converted too.
+        Integer and boolean buffers keep their dtype.
+        """
+        for a in args:
+            if isinstance(a, str):
+                if device is not None:
+                    raise TypeError("to(): device given twice")
+                device = a
+            else:
+                if dtype is not None:
+                    raise TypeError("to(): dtype given twice")
+                dtype = a
+        if device is not None and device != "cpu":
+            raise NotImplementedError(
+                f"Module.to({device!r}): moving modules to a GPU is not supported yet; the "
+                f"CuPy backend works on single tensors, but modules and their checkpoints are "
+                f"CPU-only for now. Use 'cpu'."
+            )
+        if dtype is None:
+            return self
+        dtype = np.dtype(dtype)
+        if not is_float_dtype(dtype):
+            raise TypeError(f"to(): only floating-point dtypes are supported, got {dtype}")
+        for t in list(self.parameters()) + list(self.buffers()):
+            if is_float_dtype(t.dtype) and t.dtype != dtype:
+                t.data = t.data.astype(dtype)  # the data setter bumps the version
+                if t.grad is not None:
+                    t.grad = t.grad.astype(dtype)
+        return self
+
+    def double(self) -> "Module":
+        """Convert floating-point parameters and buffers to float64 in place."""
+        return self.to(np.float64)
+
+    def float(self) -> "Module":
+        """Convert floating-point parameters and buffers to float32 in place."""
+        return self.to(np.float32)
+
+    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+        """Call ``fn(module)`` on every sub-module (children first) and then on self, as
+        torch does; e.g. a custom initialisation. Returns self."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # ---------------------------------------------------------------- printing
+    def extra_repr(self) -> str:
+        """The text inside this module's parentheses in ``repr`` (override in layers)."""
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        for name, module in self._modules.items():
+            child = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        count = self.num_parameters()
+        note = ""
+        if count:
+            note = f"  # {count:,} parameter{'s' if count != 1 else ''}"
+        head = type(self).__name__ + "("
+        if not lines:
+            return head + ")" + note
+        if len(lines) == 1 and not self._modules:
+            return head + lines[0] + ")" + note
+        return head + note + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _host_copy(a: Any) -> np.ndarray:
+    """A NumPy copy of a backend array."""
+    if get_array_module(a) is np:
+        return np.array(a, copy=True)
+    return a.get()
+
+
+def _value_array(key: str, value: Any) -> Any:
+    """A state-dict value as an array, refusing non-numeric data."""
+    if isinstance(value, Tensor):
+        arr = value.data
+    elif isinstance(value, np.ndarray) or get_array_module(value) is not np:
+        arr = value
+    elif isinstance(value, (np.generic, int, float, bool)):
+        arr = np.asarray(value)
+    else:
+        raise TypeError(
+            f"load_state_dict: value for '{key}' must be an array or Tensor, got "
+            f"{type(value).__name__} (convert torch tensors with .detach().numpy())"
+        )
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"load_state_dict: value for '{key}' has non-numeric dtype {arr.dtype}")
+    return arr

@@ -1,0 +1,439 @@
+"""Multi-layer, optionally bidirectional recurrent layers: ``RNN``, ``GRU``, ``LSTM``.
+
+Signatures, semantics, parameter names and shapes, state_dict keys and return layouts are
+torch.nn's, so a torch state dict converted to NumPy loads and gives the same numbers.
+
+Two engines compute the same equations (docs/recurrent.md):
+
+* ``engine='fused'`` (default): each layer and direction is ONE op in the graph whose forward
+  and backward are the hand-derived BPTT kernels of :mod:`tinygrad_rnn.bptt` (input
+  projections for all steps in one GEMM, one recurrent GEMM per step, weight gradients in one
+  GEMM over the stacked states).
+* ``engine='autograd'``: the cells' step functions composed of primitive ops, step by step;
+  every h_t is a Tensor that hooks and ``retain_grad`` see.
+
+Variable-length batches: pass ``lengths`` (N,) to ``forward``. Step t of sequence n is valid
+iff t < lengths[n]; padded steps carry the state unchanged, give zero outputs, and change
+neither the valid outputs, nor the final states, nor any gradient. The reverse direction of a
+bidirectional layer starts at each sequence's own last valid step.
+
+Per-step state gradients: set ``track_state_grads = True`` and after ``backward()``
+``state_grads[(layer, direction)]`` holds dL/dh_t for every step as a (T, N, H) array (and
+dL/dc_t under key ``'c'`` for the LSTM): the total gradient reaching h_t, from the loss at t
+and from step t+1, identical between the engines.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import bptt
+from .. import functional as F
+from ..backend import DEFAULT_FLOAT, get_array_module
+from ..ops.base import Context, Function
+from ..random import get_generator
+from ..tensor import Tensor, stack, where
+from .cells import _set_forget_bias, gru_step, lstm_step, rnn_step
+from .module import Module, Parameter
+
+__all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
+
+_GRAD_FIELD = {
+    "x": "dx", "h0": "dh0", "c0": "dc0", "weight_ih": "dweight_ih",
+    "weight_hh": "dweight_hh", "bias_ih": "dbias_ih", "bias_hh": "dbias_hh",
+    "weight_ch": "dweight_ch",
+}
+
+
+class StateGradRecorder:
+    """Collects dL/dh_t (and dL/dc_t) per (layer, direction) during backward."""
+
+    def __init__(self) -> None:
+        self.grads: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def buffer(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
+               xp: Any = np) -> Any:
+        """The (T, N, H) buffer for ``key``/``name``, zeroed when first asked for."""
+        slot = self.grads.setdefault(key, {})
+        if name not in slot:
+            slot[name] = xp.zeros(shape, dtype=dtype)
+        return slot[name]
+
+    def store(self, key: tuple[int, int], name: str, value: Any) -> None:
+        self.grads.setdefault(key, {})[name] = value
+
+
+class FusedRecurrent(Function):
+    """One layer and direction of an Elman/GRU/LSTM network as a single op whose backward
+    is the explicit BPTT of :mod:`tinygrad_rnn.bptt` (eqs. E3-E7, G5-, L7- of
+    docs/recurrent.md).
+
+    Tensor inputs, in order, named by ``names`` (a subset of x, h0, c0, weight_ih,
+    weight_hh, bias_ih, bias_hh, weight_ch). Outputs: hs (T, N, H), h_n (N, H) and, for the
+    LSTM, c_n (N, H).
+    """
+
+    @staticmethod
+    def forward(ctx: Context, *arrays: Any, names: tuple, mode: str, options: dict,
+                lengths: Any, reverse: bool, recorder: StateGradRecorder | None,
+                key: tuple) -> tuple:
+        a = dict(zip(names, arrays))
+        common = dict(lengths=lengths, reverse=reverse)
+        if mode == "LSTM":
+            hs, h_n, c_n, cache = bptt.lstm_forward(
+                a["x"], a["h0"], a["c0"], a["weight_ih"], a["weight_hh"], a.get("bias_ih"),
+                a.get("bias_hh"), weight_ch=a.get("weight_ch"), coupled=options["coupled"],
+                **common)
+            outs = (hs, h_n, c_n)
+        elif mode == "GRU":
+            hs, h_n, cache = bptt.gru_forward(
+                a["x"], a["h0"], a["weight_ih"], a["weight_hh"], a.get("bias_ih"),
+                a.get("bias_hh"), reset=options["reset"], **common)
+            outs = (hs, h_n)
+        else:
+            hs, h_n, cache = bptt.rnn_forward(
+                a["x"], a["h0"], a["weight_ih"], a["weight_hh"], a.get("bias_ih"),
+                a.get("bias_hh"), nonlinearity=options["nonlinearity"], **common)
+            outs = (hs, h_n)
+        ctx.cache, ctx.names, ctx.mode = cache, names, mode
+        ctx.recorder, ctx.key = recorder, key
+        return outs
+
+    @staticmethod
+    def backward(ctx: Context, *grad_outs: Any) -> tuple:
+        if ctx.mode == "LSTM":
+            dhs, dh_n, dc_n = grad_outs
+            grads = bptt.lstm_backward(dhs, dh_n, dc_n, ctx.cache)
+        elif ctx.mode == "GRU":
+            dhs, dh_n = grad_outs
+            grads = bptt.gru_backward(dhs, dh_n, ctx.cache)
+        else:
+            dhs, dh_n = grad_outs
+            grads = bptt.rnn_backward(dhs, dh_n, ctx.cache)
+        if ctx.recorder is not None:
+            ctx.recorder.store(ctx.key, "h", grads.dh_all)
+            if ctx.mode == "LSTM":
+                ctx.recorder.store(ctx.key, "c", grads.dc_all)
+        return tuple(getattr(grads, _GRAD_FIELD[n]) for n in ctx.names)
+
+
+def _record_hook(recorder: StateGradRecorder, key: tuple, name: str, t: int,
+                 shape: tuple, dtype: Any) -> Any:
+    def hook(grad: Any) -> None:
+        buf = recorder.buffer(key, name, shape, dtype, get_array_module(grad))
+        buf[t] = grad
+    return hook
+
+
+class RNNBase(Module):
+    """Shared machinery of :class:`RNN`, :class:`GRU` and :class:`LSTM`."""
+
+    mode = "RNN"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, *, engine: str = "fused",
+                 dtype: Any = DEFAULT_FLOAT, generator: Any = None,
+                 nonlinearity: str = "tanh", reset: str = "after", peephole: bool = False,
+                 coupled: bool = False, forget_bias: float = 0.0) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if input_size <= 0 or hidden_size <= 0 or num_layers <= 0:
+            raise ValueError(
+                f"{name}: input_size, hidden_size and num_layers must be positive, got "
+                f"{input_size}, {hidden_size}, {num_layers}"
+            )
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
+        if engine not in ("fused", "autograd"):
+            raise ValueError(f"{name}: engine must be 'fused' or 'autograd', got {engine!r}")
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"{name}: nonlinearity must be 'tanh' or 'relu', got "
+                             f"{nonlinearity!r}")
+        if reset not in ("after", "before"):
+            raise ValueError(f"{name}: reset must be 'after' or 'before', got {reset!r}")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional = bidirectional
+        self.engine = engine
+        self.nonlinearity, self.reset = nonlinearity, reset
+        self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
+        self.track_state_grads = False
+        self.state_grads: dict = {}
+        self._rng = get_generator(generator)
+        gates = {"RNN": 1, "GRU": 3, "LSTM": 3 if coupled else 4}[self.mode]
+        peeps = (2 if coupled else 3) if peephole else 0
+        k = 1.0 / math.sqrt(hidden_size)
+        dirs = 2 if bidirectional else 1
+        self._flat_names: list[list[str]] = []
+        for layer in range(num_layers):
+            layer_in = input_size if layer == 0 else hidden_size * dirs
+            for direction in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if direction else "")
+                shapes = [("weight_ih", (gates * hidden_size, layer_in)),
+                          ("weight_hh", (gates * hidden_size, hidden_size))]
+                if bias:
+                    shapes += [("bias_ih", (gates * hidden_size,)),
+                               ("bias_hh", (gates * hidden_size,))]
+                if peeps:
+                    shapes.append(("weight_ch", (peeps * hidden_size,)))
+                names = []
+                for base, shape in shapes:
+                    data = self._rng.uniform(-k, k, size=shape).astype(dtype)
+                    setattr(self, base + sfx, Parameter(data))
+                    names.append(base + sfx)
+                self._flat_names.append(names)
+                if self.mode == "LSTM" and forget_bias and bias:
+                    _set_forget_bias(getattr(self, "bias_ih" + sfx),
+                                     getattr(self, "bias_hh" + sfx), hidden_size,
+                                     forget_bias, coupled)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def num_directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _params(self, layer: int, direction: int) -> dict[str, Tensor]:
+        sfx = f"_l{layer}" + ("_reverse" if direction else "")
+        out = {}
+        for base in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_ch"):
+            p = getattr(self, base + sfx, None)
+            if p is not None:
+                out[base] = p
+        return out
+
+    def _check_input(self, x: Tensor) -> tuple[Tensor, bool]:
+        name = type(self).__name__
+        if x.ndim not in (2, 3):
+            raise ValueError(
+                f"{name}: expected input of 3 dimensions ((T, N, D), or (N, T, D) with "
+                f"batch_first) or 2 (T, D) unbatched, got shape {x.shape}"
+            )
+        if x.shape[-1] != self.input_size:
+            raise ValueError(
+                f"{name}: input of shape {x.shape} has feature size {x.shape[-1]}, "
+                f"expected input_size={self.input_size}"
+            )
+        pdtype = self.weight_ih_l0.dtype
+        if x.dtype != pdtype:
+            raise TypeError(
+                f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
+                f"{pdtype} (convert the input, or the module with .double()/.float())"
+            )
+        unbatched = x.ndim == 2
+        if unbatched:
+            x = x.reshape(x.shape[0], 1, x.shape[1])
+        elif self.batch_first:
+            x = x.transpose(1, 0, 2)
+        return x, unbatched  # (T, N, D)
+
+    def _initial(self, hx: Any, N: int, dtype: Any, unbatched: bool, what: str) -> Tensor:
+        L = self.num_layers * self.num_directions
+        shape = (L, N, self.hidden_size)
+        if hx is None:
+            return Tensor(np.zeros(shape, dtype=dtype))
+        hx = hx if isinstance(hx, Tensor) else Tensor(hx)
+        if unbatched and hx.ndim == 2:
+            hx = hx.reshape(L, 1, self.hidden_size)
+        if hx.shape != shape:
+            raise ValueError(
+                f"{type(self).__name__}: {what} must have shape {shape} (num_layers * "
+                f"num_directions, N, hidden_size), got {hx.shape}"
+            )
+        if hx.dtype != dtype:
+            raise TypeError(f"{type(self).__name__}: {what} dtype {hx.dtype} does not match "
+                            f"the parameters' dtype {dtype}")
+        return hx
+
+    def _lengths(self, lengths: Any, T: int, N: int) -> Any:
+        if lengths is None:
+            return None
+        arr = np.asarray(lengths.numpy() if isinstance(lengths, Tensor) else lengths)
+        name = type(self).__name__
+        if arr.shape != (N,) or arr.dtype.kind not in "iu":
+            raise ValueError(f"{name}: lengths must be an integer array of shape ({N},), got "
+                             f"shape {arr.shape} and dtype {arr.dtype}")
+        bad = np.flatnonzero((arr < 0) | (arr > T))
+        if bad.size:
+            raise ValueError(f"{name}: lengths[{bad[0]}] = {arr[bad[0]]} is outside [0, {T}] "
+                             f"(T = {T} time steps)")
+        return arr
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, input: Any, hx: Any = None, lengths: Any = None) -> Any:
+        x = input if isinstance(input, Tensor) else Tensor(input)
+        x, unbatched = self._check_input(x)
+        T, N = x.shape[0], x.shape[1]
+        dtype = x.dtype
+        lens = self._lengths(lengths, T, N)
+        if self.mode == "LSTM":
+            h0_all, c0_all = (None, None) if hx is None else hx
+            h0_all = self._initial(h0_all, N, dtype, unbatched, "h_0")
+            c0_all = self._initial(c0_all, N, dtype, unbatched, "c_0")
+        else:
+            h0_all = self._initial(hx, N, dtype, unbatched, "hx")
+            c0_all = None
+        recorder = StateGradRecorder() if self.track_state_grads else None
+        self.state_grads = recorder.grads if recorder is not None else {}
+
+        layer_input = x
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            if layer > 0 and self.dropout > 0 and self.training:
+                layer_input = F.dropout(layer_input, self.dropout, True, self._rng)
+            outs = []
+            for direction in range(self.num_directions):
+                idx = layer * self.num_directions + direction
+                h0 = h0_all[idx]
+                c0 = c0_all[idx] if c0_all is not None else None
+                run = self._run_fused if self.engine == "fused" else self._run_autograd
+                hs, hT, cT = run(layer_input, h0, c0, self._params(layer, direction), lens,
+                                 bool(direction), recorder, (layer, direction))
+                outs.append(hs)
+                h_n.append(hT)
+                if cT is not None:
+                    c_n.append(cT)
+            layer_input = outs[0] if len(outs) == 1 else F.cat(outs, axis=-1)
+
+        output = layer_input
+        h_n_t = stack(h_n, axis=0)
+        c_n_t = stack(c_n, axis=0) if c_n else None
+        if unbatched:
+            output = output.reshape(T, -1)
+            h_n_t = h_n_t.reshape(h_n_t.shape[0], -1)
+            c_n_t = c_n_t.reshape(c_n_t.shape[0], -1) if c_n_t is not None else None
+        elif self.batch_first:
+            output = output.transpose(1, 0, 2)
+        if self.mode == "LSTM":
+            return output, (h_n_t, c_n_t)
+        return output, h_n_t
+
+    def _run_fused(self, x: Tensor, h0: Tensor, c0: Tensor | None, params: dict,
+                   lengths: Any, reverse: bool, recorder: Any, key: tuple) -> tuple:
+        names = ["x", "h0"] + (["c0"] if c0 is not None else []) + list(params)
+        inputs = [x, h0] + ([c0] if c0 is not None else []) + list(params.values())
+        options = {"nonlinearity": self.nonlinearity, "reset": self.reset,
+                   "coupled": self.coupled}
+        outs = FusedRecurrent.apply(*inputs, names=tuple(names), mode=self.mode,
+                                    options=options, lengths=lengths, reverse=reverse,
+                                    recorder=recorder, key=key)
+        if self.mode == "LSTM":
+            return outs
+        return outs[0], outs[1], None
+
+    def _run_autograd(self, x: Tensor, h0: Tensor, c0: Tensor | None, params: dict,
+                      lengths: Any, reverse: bool, recorder: Any, key: tuple) -> tuple:
+        T, N = x.shape[0], x.shape[1]
+        H = self.hidden_size
+        xw = F.linear(x, params["weight_ih"], params.get("bias_ih"))  # (T, N, G*H), one GEMM
+        w_hh, b_hh = params["weight_hh"], params.get("bias_hh")
+        valid = None
+        if lengths is not None:
+            valid = np.arange(T)[:, None] < lengths[None, :]  # (T, N)
+        h, c = h0, c0
+        outs: list[Any] = [None] * T
+        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            if self.mode == "LSTM":
+                h_new, c_new = lstm_step(xw[t], h, c, w_hh, b_hh, params.get("weight_ch"),
+                                         self.coupled)
+            elif self.mode == "GRU":
+                h_new, c_new = gru_step(xw[t], h, w_hh, b_hh, self.reset), None
+            else:
+                h_new, c_new = rnn_step(xw[t], h, w_hh, b_hh, self.nonlinearity), None
+            if valid is not None:
+                m = valid[t][:, None]  # (N, 1): padded steps keep the state
+                h = where(m, h_new, h)
+                c = where(m, c_new, c) if c is not None else None
+                outs[t] = where(m, h, 0.0)
+            else:
+                h, c = h_new, c_new
+                outs[t] = h
+            if recorder is not None and h.requires_grad:
+                h.register_hook(_record_hook(recorder, key, "h", t, (T, N, H), h.dtype))
+                if c is not None:
+                    c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype))
+        if T == 0:
+            hs = Tensor(np.zeros((0, N, H), dtype=x.dtype))
+            h = h0 * 1.0
+            c = c0 * 1.0 if c0 is not None else None
+        else:
+            hs = stack(outs, axis=0)
+        return hs, h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        for name, default in (("bias", True), ("batch_first", False), ("dropout", 0.0),
+                              ("bidirectional", False), ("engine", "fused")):
+            value = getattr(self, name)
+            if value != default:
+                s += f", {name}={value!r}"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN, h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), act = tanh or relu
+    (torch.nn.RNN). ``forward(input, hx=None, lengths=None) -> (output, h_n)``."""
+
+    mode = "RNN"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, *, engine: str = "fused",
+                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, engine=engine, dtype=dtype, generator=generator,
+                         nonlinearity=nonlinearity)
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s + (", nonlinearity='relu'" if self.nonlinearity == "relu" else "")
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit layer (torch.nn.GRU), gate blocks r, z, n; see
+    :class:`~tinygrad_rnn.nn.GRUCell` for the equations, the update-gate convention and
+    ``reset='after'|'before'``. ``forward(input, hx=None, lengths=None) -> (output, h_n)``."""
+
+    mode = "GRU"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, *, reset: str = "after", engine: str = "fused",
+                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, engine=engine, dtype=dtype, generator=generator,
+                         reset=reset)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (", reset='before'" if self.reset == "before" else "")
+
+
+class LSTM(RNNBase):
+    """Long short-term memory layer (torch.nn.LSTM), gate blocks i, f, g, o; see
+    :class:`~tinygrad_rnn.nn.LSTMCell` for the equations and the ``peephole``, ``coupled``
+    and ``forget_bias`` options. ``forward(input, (h_0, c_0)=None, lengths=None) ->
+    (output, (h_n, c_n))``."""
+
+    mode = "LSTM"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, *, peephole: bool = False, coupled: bool = False,
+                 forget_bias: float = 0.0, engine: str = "fused", dtype: Any = DEFAULT_FLOAT,
+                 generator: Any = None) -> None:
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, engine=engine, dtype=dtype, generator=generator,
+                         peephole=peephole, coupled=coupled, forget_bias=forget_bias)
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        for name in ("peephole", "coupled"):
+            if getattr(self, name):
+                s += f", {name}=True"
+        if self.forget_bias:
+            s += f", forget_bias={self.forget_bias}"
+        return s

@@ -1,0 +1,281 @@
+"""Gradient utilities: norms, clipping, and flattening parameters to one vector.
+
+Named and behaving as in ``torch.nn.utils``. Gradients are the raw backend arrays in
+``p.grad``; clipping scales them in place. Parameters whose ``.grad`` is ``None`` are
+skipped everywhere.
+
+Clipping by the global norm (Pascanu, Mikolov and Bengio, 2013) is the standard remedy for
+exploding gradients in recurrent networks::
+
+    loss.backward()
+    total = clip_grad_norm_(model.parameters(), max_norm=1.0)
+    opt.step()
+
+References
+----------
+R. Pascanu, T. Mikolov and Y. Bengio, "On the difficulty of training recurrent neural
+networks", ICML 2013.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..backend import DEFAULT_FLOAT, get_array_module, result_float_dtype
+from ..engine import no_grad
+from ..tensor import Tensor, cat
+
+__all__ = [
+    "get_total_norm", "grad_norm", "clip_grad_norm_", "clip_grads_with_norm_",
+    "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
+]
+
+
+def _as_param_list(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
+    """A single Tensor or an iterable (a generator is consumed once) as a list."""
+    if isinstance(parameters, Tensor):
+        return [parameters]
+    return list(parameters)
+
+
+def _grads_of(parameters: list[Tensor]) -> list[Any]:
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def _norm_order(norm_type: Any) -> float:
+    """``norm_type`` as a float (``'inf'`` is accepted); only p > 0 and inf are norms."""
+    try:
+        p = float(norm_type)
+    except (TypeError, ValueError):
+        raise ValueError(f"Invalid norm_type: {norm_type!r} (expected a number or 'inf')") \
+            from None
+    if not (p > 0):
+        raise ValueError(f"Invalid norm_type: {norm_type} (must be > 0 or inf)")
+    return p
+
+
+def _total_norm_float64(arrays: list[Any], p: float) -> float:
+    """The p-norm of all ``arrays`` seen as one vector, accumulated in float64.
+
+    ``(sum_i sum_j |a_ij|^p)^(1/p)``, or ``max_ij |a_ij|`` for p = inf. NaN or inf entries
+    give a NaN or inf result (without NumPy warnings).
+    """
+    if not arrays:
+        return 0.0
+    xp = get_array_module(*arrays)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if math.isinf(p):
+            maxima = [xp.max(xp.abs(a)) for a in arrays if a.size > 0]
+            if not maxima:
+                return 0.0
+            return float(xp.max(xp.stack([m.astype(np.float64) for m in maxima])))
+        sums = []
+        for a in arrays:
+            a64 = xp.abs(a.astype(np.float64, copy=False))
+            if p == 2.0:
+                sums.append(xp.sum(a64 * a64))                # ||a||_2^2
+            elif p == 1.0:
+                sums.append(xp.sum(a64))
+            else:
+                sums.append(xp.sum(a64 ** p))                 # ||a||_p^p
+        total = float(xp.sum(xp.stack(sums)))
+        return math.sqrt(total) if p == 2.0 else total ** (1.0 / p)
+
+
+def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """The norm of several arrays taken together, as if concatenated into one vector.
+
+    Math
+    ----
+    ``||(a_1, ..., a_k)||_p = (sum_i ||a_i||_p^p)^(1/p)``, and ``max_i ||a_i||_inf`` for
+    ``p = inf``. For p = 2 this is ``sqrt(sum_i ||a_i||^2)``.
+
+    Parameters
+    ----------
+    tensors : array or Tensor, or an iterable of them
+        Usually gradients (``[p.grad for p in params]``).
+    norm_type : float or 'inf'
+        p > 0, or ``inf`` for the max norm (default 2).
+    error_if_nonfinite : bool
+        Raise ``RuntimeError`` when the norm is NaN or infinite.
+    foreach : None
+        Accepted for torch compatibility; ignored.
+
+    Returns
+    -------
+    Tensor
+        0-d, in the inputs' float dtype (float32 for float32 gradients, as torch), computed
+        in float64 whatever that dtype. A float32 0 when there are no tensors.
+    """
+    if isinstance(tensors, Tensor) or hasattr(tensors, "shape"):
+        tensors = [tensors]
+    arrays = [t.data if isinstance(t, Tensor) else t for t in tensors]
+    total = _checked_total_norm(arrays, norm_type, error_if_nonfinite)
+    return _norm_tensor(total, arrays)
+
+
+def _checked_total_norm(arrays: list[Any], norm_type: Any, error_if_nonfinite: bool) -> float:
+    p = _norm_order(norm_type)
+    total = _total_norm_float64(arrays, p)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(
+            f"The total norm of order {p} of the gradients is non-finite ({total}), so it "
+            f"cannot be clipped. To scale the gradients by it anyway, pass "
+            f"error_if_nonfinite=False"
+        )
+    return total
+
+
+def _norm_tensor(total: float, arrays: list[Any]) -> Tensor:
+    """The norm as a 0-d Tensor in the arrays' float dtype and array module."""
+    if not arrays:
+        return Tensor(np.zeros((), dtype=DEFAULT_FLOAT))
+    xp = get_array_module(*arrays)
+    dtype = result_float_dtype(*(a.dtype for a in arrays))
+    return Tensor(xp.asarray(total, dtype=dtype))
+
+
+def grad_norm(parameters: Tensor | Iterable[Tensor], norm_type: float | str = 2.0) -> float:
+    """The total norm of the parameters' gradients (no clipping), as a Python float.
+
+    The same number as :func:`clip_grad_norm_` returns (accumulated in float64), for
+    gradient-norm tracking; parameters without a gradient are skipped; 0.0 when none has one.
+    """
+    grads = _grads_of(_as_param_list(parameters))
+    return _total_norm_float64(grads, _norm_order(norm_type))
+
+
+def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
+                          total_norm: Any, foreach: bool | None = None) -> None:
+    """Scale the gradients in place by ``min(1, max_norm / (total_norm + 1e-6))``.
+
+    ``total_norm`` is a number or a 0-d Tensor (from :func:`get_total_norm`). As in torch,
+    a NaN ``total_norm`` makes every gradient NaN and an infinite one makes them 0 (NaN where
+    they were infinite); use ``error_if_nonfinite=True`` upstream to catch that.
+    """
+    if isinstance(total_norm, Tensor):
+        total_norm = total_norm.item()
+    _scale_grads(_grads_of(_as_param_list(parameters)), max_norm, float(total_norm))
+
+
+def _scale_grads(grads: list[Any], max_norm: float, total_norm: float) -> None:
+    max_norm = float(max_norm)
+    if not max_norm >= 0:
+        raise ValueError(f"Invalid max_norm: {max_norm} (must be >= 0)")
+    if not grads:
+        return
+    clip_coef = max_norm / (total_norm + 1e-6)
+    if clip_coef > 1.0:
+        clip_coef = 1.0                                       # clamp(max=1); NaN stays NaN
+    if clip_coef == 1.0:
+        return                                                # below max_norm: unchanged
+    with np.errstate(invalid="ignore", over="ignore"):
+        for g in grads:
+            g *= g.dtype.type(clip_coef)
+
+
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
+                    norm_type: float | str = 2.0, error_if_nonfinite: bool = False,
+                    foreach: bool | None = None) -> Tensor:
+    """Clip the gradients of ``parameters`` by their total norm, in place.
+
+    Math
+    ----
+    With g the concatenation of all gradients and ``n = ||g||_p`` (see
+    :func:`get_total_norm`)::
+
+        g <- g * min(1, max_norm / (n + 1e-6))
+
+    so afterwards ``||g||_p <= max_norm``; gradients whose total norm is below ``max_norm``
+    are left exactly as they were. The direction of g never changes.
+
+    Parameters
+    ----------
+    parameters : Tensor or iterable of Tensor
+        Parameters whose ``.grad`` is clipped (those with ``grad is None`` are skipped).
+    max_norm : float
+        Largest allowed total norm (>= 0).
+    norm_type : float or 'inf'
+        p of the p-norm (default 2; ``inf`` for the max norm).
+    error_if_nonfinite : bool
+        Raise ``RuntimeError`` (naming the norm) when the total norm is NaN or infinite,
+        before touching the gradients. Otherwise (default, as torch) the gradients are
+        scaled anyway (see :func:`clip_grads_with_norm_`) and the NaN/inf norm is returned.
+    foreach : None
+        Accepted for torch compatibility; ignored.
+
+    Returns
+    -------
+    Tensor
+        The total norm before clipping: 0-d, in the gradients' dtype, accumulated in
+        float64 (torch accumulates in the gradients' dtype).
+
+    Notes
+    -----
+    Unlike torch, a negative or NaN ``max_norm`` raises ``ValueError`` (torch would flip or
+    NaN the gradients).
+    """
+    grads = _grads_of(_as_param_list(parameters))
+    if not float(max_norm) >= 0:
+        raise ValueError(f"Invalid max_norm: {max_norm} (must be >= 0)")
+    total = _checked_total_norm(grads, norm_type, error_if_nonfinite)
+    _scale_grads(grads, max_norm, total)          # the float64 norm, not the rounded one
+    return _norm_tensor(total, grads)
+
+
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
+                     foreach: bool | None = None) -> None:
+    """Clip every gradient entry into ``[-clip_value, clip_value]``, in place.
+
+    Unlike norm clipping this changes the gradient's direction. Unlike torch, a negative or
+    NaN ``clip_value`` raises ``ValueError`` (torch would set every entry to it).
+    """
+    clip_value = float(clip_value)
+    if not clip_value >= 0:
+        raise ValueError(f"Invalid clip_value: {clip_value} (must be >= 0)")
+    for g in _grads_of(_as_param_list(parameters)):
+        xp = get_array_module(g)
+        xp.clip(g, -clip_value, clip_value, out=g)
+
+
+def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
+    """Concatenate the parameters, each flattened, into one 1-D tensor (differentiable:
+    gradients flow back to the parameters)."""
+    params = _as_param_list(parameters)
+    if not params:
+        raise ValueError("parameters_to_vector: no parameters")
+    return cat([p.reshape(-1) for p in params])
+
+
+def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
+    """Copy consecutive slices of the 1-D ``vec`` into the parameters, in place.
+
+    The inverse of :func:`parameters_to_vector`. Runs under ``no_grad`` and bumps each
+    parameter's version counter. Unlike torch (which makes the parameters views of
+    ``vec``), the values are copied.
+
+    Raises
+    ------
+    TypeError
+        When ``vec`` is not a Tensor.
+    ValueError
+        When ``vec`` is not 1-D or its length is not the total size of the parameters.
+    """
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected a Tensor, but got {type(vec).__name__}")
+    params = _as_param_list(parameters)
+    total = sum(p.size for p in params)
+    if vec.ndim != 1 or vec.shape[0] != total:
+        raise ValueError(
+            f"vector_to_parameters: vec has shape {vec.shape}, the parameters have "
+            f"{total} elements in all"
+        )
+    pointer = 0
+    with no_grad():
+        for p in params:
+            n = p.size
+            p.copy_(vec.data[pointer:pointer + n].reshape(p.shape))
+            pointer += n

@@ -1,0 +1,100 @@
+"""Adagrad: per-coordinate learning rates from the sum of all past squared gradients."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..backend import get_array_module
+from ..tensor import Tensor
+from .optimizer import Optimizer, ParamsT, _check_nonneg, _new_step_counter
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    r"""Adagrad (torch.optim.Adagrad's update rule, defaults and state).
+
+    Math
+    ----
+    At step t with gradient g_t (``-dL/dtheta`` when ``maximize``), learning rate gamma,
+    learning-rate decay eta and weight decay lambda::
+
+        g_t <- g_t + lambda * theta                     (if weight_decay != 0)
+        gamma_t = gamma / (1 + (t - 1) * eta)
+        G_t = G_{t-1} + g_t^2                           (G_0 = initial_accumulator_value)
+        theta <- theta - gamma_t * g_t / (sqrt(G_t) + eps)
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        Tensors to optimize or parameter groups (see :class:`Optimizer`).
+    lr : float
+        Learning rate gamma >= 0 (default 1e-2).
+    lr_decay : float
+        eta >= 0 (default 0).
+    weight_decay : float
+        lambda >= 0 (default 0).
+    initial_accumulator_value : float
+        G_0 >= 0 (default 0).
+    eps : float
+        >= 0 (default 1e-10).
+    maximize : bool
+        Maximize the objective instead of minimizing it.
+
+    State
+    -----
+    ``step`` and ``sum`` (G_t). As in torch, the state of every parameter is created when
+    the optimizer is (step 0, sum G_0), so ``state_dict()`` lists it before the first step.
+
+    References
+    ----------
+    J. Duchi, E. Hazan and Y. Singer, "Adaptive Subgradient Methods for Online Learning and
+    Stochastic Optimization", JMLR 12, 2011.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, *, maximize: bool = False) -> None:
+        defaults = {
+            "lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value, "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, self.state[p], group)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        super()._check_group(group)
+        _check_nonneg("lr_decay value", group["lr_decay"])
+        _check_nonneg("weight_decay value", group["weight_decay"])
+        _check_nonneg("initial_accumulator_value value", group["initial_accumulator_value"])
+        _check_nonneg("epsilon value", group["eps"])
+
+    @staticmethod
+    def _init_state(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        xp = get_array_module(p.data)
+        state["step"] = _new_step_counter()
+        state["sum"] = xp.full(p.shape, float(group["initial_accumulator_value"]),
+                               dtype=p.dtype)
+
+    def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        xp = get_array_module(p.data)
+        if len(state) == 0:           # a parameter added later with add_param_group
+            self._init_state(p, state, group)
+        lr = float(group["lr"])
+        lr_decay = float(group["lr_decay"])
+        weight_decay = float(group["weight_decay"])
+        eps = float(group["eps"])
+
+        state["step"] += 1
+        t = float(state["step"])
+        g = -grad if group["maximize"] else grad              # never modified in place
+        if weight_decay != 0:
+            g = g + weight_decay * p.data
+        clr = lr / (1 + (t - 1) * lr_decay)                   # gamma_t
+        state_sum = state["sum"]
+        state_sum += g * g                                    # G_t
+        std = xp.sqrt(state_sum)
+        std += eps
+        p.add_(g / std, alpha=-clr)

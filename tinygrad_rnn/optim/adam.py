@@ -1,0 +1,161 @@
+"""Adam and AdamW: adaptive moment estimation, with L2 or decoupled weight decay."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..backend import get_array_module
+from ..tensor import Tensor
+from .optimizer import (
+    Optimizer, ParamsT, _check_nonneg, _check_unit_interval, _lerp_, _new_step_counter,
+)
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    r"""Adam (torch.optim.Adam's update rule, defaults and state).
+
+    Math
+    ----
+    At step t (counted per parameter, from 1) with gradient g_t (``-dL/dtheta`` when
+    ``maximize``), learning rate gamma, decay rates beta1, beta2 and weight decay lambda::
+
+        g_t <- g_t + lambda * theta                     (L2 penalty, if weight_decay != 0)
+        theta <- theta - gamma * lambda * theta         (instead, if decoupled_weight_decay)
+        m_t = beta1 * m_{t-1} + (1 - beta1) * g_t       (first moment, m_0 = 0)
+        v_t = beta2 * v_{t-1} + (1 - beta2) * g_t^2     (second moment, v_0 = 0)
+        v_t^max = max(v_{t-1}^max, v_t)                 (amsgrad only; then v_t^max replaces
+                                                          v_t below)
+        m_hat = m_t / (1 - beta1^t),   v_hat = v_t / (1 - beta2^t)
+        theta <- theta - gamma * m_hat / (sqrt(v_hat) + eps)
+
+    It is computed as torch computes it: ``step_size = lr / (1 - beta1^t)`` and
+    ``denom = sqrt(v_t) / sqrt(1 - beta2^t) + eps``, so eps is added after the bias
+    correction of v.
+
+    Parameters
+    ----------
+    params : iterable of Tensor or of dict
+        Tensors to optimize or parameter groups (see :class:`Optimizer`).
+    lr : float
+        Learning rate gamma >= 0 (default 1e-3).
+    betas : (float, float)
+        beta1, beta2 in [0, 1) (default (0.9, 0.999)).
+    eps : float
+        Added to the denominator for numerical stability, >= 0 (default 1e-8).
+    weight_decay : float
+        lambda >= 0 (default 0).
+    amsgrad : bool
+        Use the running maximum of v_t (Reddi et al., 2018).
+    maximize : bool
+        Maximize the objective instead of minimizing it.
+    decoupled_weight_decay : bool
+        Decay the weights directly (AdamW) instead of adding lambda theta to the gradient.
+
+    State
+    -----
+    ``step`` (a 0-d float32 host array, as torch keeps it), ``exp_avg`` (m_t),
+    ``exp_avg_sq`` (v_t), and ``max_exp_avg_sq`` with amsgrad.
+
+    References
+    ----------
+    D. P. Kingma and J. Ba, "Adam: A Method for Stochastic Optimization", ICLR 2015.
+    S. J. Reddi, S. Kale and S. Kumar, "On the Convergence of Adam and Beyond", ICLR 2018.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:
+        defaults = {
+            "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+            "amsgrad": amsgrad, "maximize": maximize,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        super()._check_group(group)
+        _check_nonneg("epsilon value", group["eps"])
+        betas = group["betas"]
+        if len(betas) != 2:
+            raise ValueError(f"Invalid betas: {betas} (expected two values)")
+        _check_unit_interval("beta parameter at index 0", betas[0])
+        _check_unit_interval("beta parameter at index 1", betas[1])
+        _check_nonneg("weight_decay value", group["weight_decay"])
+
+    def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
+                group: dict[str, Any]) -> None:
+        xp = get_array_module(p.data)
+        if len(state) == 0:
+            state["step"] = _new_step_counter()
+            state["exp_avg"] = xp.zeros_like(p.data)
+            state["exp_avg_sq"] = xp.zeros_like(p.data)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = xp.zeros_like(p.data)
+        lr = float(group["lr"])
+        beta1, beta2 = (float(b) for b in group["betas"])
+        eps = float(group["eps"])
+        weight_decay = float(group["weight_decay"])
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+
+        state["step"] += 1
+        t = float(state["step"])
+        g = -grad if group["maximize"] else grad              # never modified in place
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1.0 - lr * weight_decay)               # theta <- theta - gamma lambda theta
+            else:
+                g = g + weight_decay * p.data                 # g_t <- g_t + lambda theta
+
+        _lerp_(exp_avg, g, 1.0 - beta1)                       # m_t
+        exp_avg_sq *= beta2                                   # v_t
+        exp_avg_sq += (1.0 - beta2) * (g * g)
+
+        bias_correction1 = 1.0 - beta1 ** t
+        bias_correction2 = 1.0 - beta2 ** t
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if group["amsgrad"]:
+            v_max = state.setdefault("max_exp_avg_sq", xp.zeros_like(p.data))
+            xp.maximum(v_max, exp_avg_sq, out=v_max)
+            denom = xp.sqrt(v_max) / bias_correction2_sqrt + eps
+        else:
+            denom = xp.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
+        p.add_(exp_avg / denom, alpha=-step_size)           # theta <- theta - step m / denom
+
+
+class AdamW(Adam):
+    r"""AdamW: Adam with decoupled weight decay (torch.optim.AdamW).
+
+    Math
+    ----
+    The weights decay directly, outside the moment estimates (lambda is not added to g_t)::
+
+        theta <- theta - gamma * lambda * theta
+        m_t, v_t, m_hat, v_hat as in :class:`Adam`
+        theta <- theta - gamma * m_hat / (sqrt(v_hat) + eps)
+
+    Parameters
+    ----------
+    params, lr, betas, eps, amsgrad, maximize
+        As in :class:`Adam`.
+    weight_decay : float
+        Decoupled weight decay lambda >= 0 (default 1e-2).
+
+    References
+    ----------
+    I. Loshchilov and F. Hutter, "Decoupled Weight Decay Regularization", ICLR 2019.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:   # AdamW always decouples, whatever was saved
+            group["decoupled_weight_decay"] = True
