@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from tinygrad_rnn.bptt import (
@@ -267,6 +267,12 @@ def cases(draw: Any, max_t: int = 6, max_n: int = 3, max_dh: int = 4) -> dict[st
             "seed": draw(st.integers(0, 2**31 - 1))}
 
 
+def _big_case(reverse: bool) -> dict[str, Any]:
+    """The largest case of the strategy, with every feature on (always run)."""
+    return {"T": 6, "N": 3, "D": 4, "H": 4, "lengths": np.array([6, 2, 0]),
+            "reverse": reverse, "bias": True, "seed": 1234}
+
+
 def _input_names(v: Variant, inp: dict) -> list[str]:
     return [k for k in ("x", "h0", "c0") + PARAM_NAMES if inp[k] is not None]
 
@@ -284,6 +290,8 @@ def _assume_no_kinks(v: Variant, inp: dict, up: dict, case: dict) -> None:
 @pytest.mark.parametrize("v", VARIANTS, ids=IDS)
 @settings(max_examples=_examples(40), deadline=None)
 @given(case=cases())
+@example(case=_big_case(False))
+@example(case=_big_case(True))
 def test_sequence_gradients_match_finite_differences(v: Variant, case: dict) -> None:
     T, N, D, H = case["T"], case["N"], case["D"], case["H"]
     inp = make_inputs(v, T, N, D, H, case["seed"], case["bias"])
@@ -336,6 +344,8 @@ def test_step_gradients_match_finite_differences(v: Variant, case: dict) -> None
 @pytest.mark.parametrize("v", VARIANTS, ids=IDS)
 @settings(max_examples=_examples(50), deadline=None)
 @given(case=cases(max_t=7, max_n=4, max_dh=5))
+@example(case=_big_case(False))
+@example(case=_big_case(True))
 def test_sequence_equals_per_step_reference(v: Variant, case: dict) -> None:
     T, N, D, H = case["T"], case["N"], case["D"], case["H"]
     inp = make_inputs(v, T, N, D, H, case["seed"], case["bias"])

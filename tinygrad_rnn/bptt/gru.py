@@ -403,7 +403,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache)
     z_pass = z                                            # dh_prev gets dh * z (G9)
     if mask is not None:
         k_n *= mask.valid                                 # padded steps make no gradient ...
-        pass
+        k_z *= mask.valid
         z_pass = xp.where(mask.invalid, xp.ones((), dtype=dtype), z)   # ... and pass dh on
         if dhs is not None:
             dhs = dhs * mask.valid                        # upstream at padded outputs ignored

@@ -203,7 +203,8 @@ class Module:
                 f"cannot register {type(param).__name__} as parameter '{name}': wrap it in "
                 f"tr.nn.Parameter"
             )
-        self._unregister(name)
+        if name not in self._parameters:  # a re-assignment keeps its slot, as in torch
+            self._unregister(name)
         self._parameters[name] = param
 
     def add_module(self, name: str, module: "Module | None") -> None:
@@ -212,7 +213,8 @@ class Module:
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module")
-        self._unregister(name)
+        if name not in self._modules:
+            self._unregister(name)
         self._modules[name] = module
 
     register_module = add_module

@@ -120,10 +120,15 @@ class FusedRecurrent(Function):
 
 
 def _record_hook(recorder: StateGradRecorder, key: tuple, name: str, t: int,
-                 shape: tuple, dtype: Any) -> Any:
+                 shape: tuple, dtype: Any, rows: Any = None) -> Any:
+    """A hook that writes the gradient it sees into the (T, N, H) buffer at step t; only the
+    batch rows selected by the boolean (N,) ``rows`` when it is given."""
     def hook(grad: Any) -> None:
         buf = recorder.buffer(key, name, shape, dtype, get_array_module(grad))
-        buf[t] = grad
+        if rows is None:
+            buf[t] = grad
+        else:
+            buf[t][rows] = grad[rows]
     return hook
 
 
@@ -352,8 +357,15 @@ class RNNBase(Module):
                 outs[t] = h
             if recorder is not None and h.requires_grad:
                 h.register_hook(_record_hook(recorder, key, "h", t, (T, N, H), h.dtype))
-                if c is not None:
+                if c is not None and valid is None:
                     c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype))
+                elif c is not None:
+                    # h_t is computed from c_new, not from the masked c, so the total
+                    # dL/dc_t of a valid row reaches c_new; a padded row's only reaches c
+                    c_new.register_hook(_record_hook(recorder, key, "c", t, (T, N, H),
+                                                     c.dtype, rows=valid[t]))
+                    c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype,
+                                                 rows=~valid[t]))
         if T == 0:
             hs = Tensor(np.zeros((0, N, H), dtype=x.dtype))
             h = h0 * 1.0

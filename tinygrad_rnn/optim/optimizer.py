@@ -376,8 +376,8 @@ def _cast_state_value(name: str, value: Any, param: Tensor) -> Any:
     if hasattr(value, "shape") or hasattr(value, "__array__"):
         xp = get_array_module(param.data)
         src = value
-        if xp is not np and get_array_module(value) is np:
-            src = np.asarray(value)
+        if get_array_module(value) is np and not isinstance(value, (np.ndarray, np.generic)):
+            src = np.asarray(value)       # a foreign array (e.g. torch's) through __array__
         return xp.array(src, dtype=param.dtype, copy=True)
     return copy.deepcopy(value)
 

@@ -107,8 +107,7 @@ class RMSprop(Optimizer):
         if group["centered"]:
             grad_avg = state.setdefault("grad_avg", xp.zeros_like(p.data))
             _lerp_(grad_avg, g, 1.0 - alpha)                  # gbar_t
-            variance = square_avg - grad_avg * grad_avg
-            xp.maximum(variance, 0, out=variance)             # see Notes
+            variance = xp.maximum(square_avg - grad_avg * grad_avg, 0)   # see Notes
             s = xp.sqrt(variance)
         else:
             s = xp.sqrt(square_avg)

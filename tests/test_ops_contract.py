@@ -1,0 +1,256 @@
+"""The backward contract of every registered op, on hypothesis-generated inputs.
+
+For each op (see ``op_registry.py``):
+
+* ``test_contract_*``: in float64, every gradient has its input's shape and dtype; a zero
+  upstream gradient gives exactly zero gradients; the inputs, the constants and the upstream
+  gradients are never mutated; ``.grad`` never shares memory with an upstream gradient, an
+  input or another ``.grad``; the VJP is linear, vjp(a g1 + b g2) = a vjp(g1) + b vjp(g2)
+  to 1e-12 relative; and two backward passes are bitwise equal.
+* ``test_float32_*``: run in float32, outputs and gradients are float32 and agree with the
+  float64 run to about 1e-4 relative (float32 is never gradchecked, see gradcheck.py).
+* ``test_noncontiguous_*``: transposed, strided and reversed views of the inputs (and of
+  the upstream gradients) give the same outputs and gradients as contiguous arrays.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import tinygrad_rnn as tr
+from op_registry import REGISTRY, Case, OpInfo, as_tuple, cast_case
+
+SEEDS = st.integers(0, 2**32 - 1)
+LINEARITY_RTOL = 1e-12
+FLOAT32_RTOL = 1e-4
+LAYOUT_RTOL = 1e-12  # a different memory layout may change the summation order (rounding)
+
+
+def _leaf(array: np.ndarray) -> tr.Tensor:
+    """A leaf whose data is exactly ``array`` (no copy, so its layout is kept)."""
+    leaf = tr.Tensor(np.zeros((), dtype=array.dtype), requires_grad=True)
+    leaf.data = array  # public setter: counts as a write, harmless on a fresh leaf
+    return leaf
+
+
+def forward(op: OpInfo, case: Case, layouts: Any = None) -> tuple:
+    """(leaves, outputs) of one forward pass, leaves built from ``case.inputs`` (or from
+    ``layouts``, views with the same values)."""
+    arrays = case.inputs if layouts is None else layouts
+    leaves = [_leaf(a) if layouts is not None else tr.Tensor(a, requires_grad=True)
+              for a in arrays]
+    outputs = as_tuple(op.fn(*leaves, **case.consts))
+    return leaves, outputs
+
+
+def vjp(op: OpInfo, case: Case, upstream: list, layouts: Any = None) -> tuple:
+    """(output arrays, input gradients) for upstream gradients ``upstream`` (one per
+    output), from a fresh graph. Several outputs are backpropagated one after another
+    (the leaves accumulate), so only the op's own backward is involved."""
+    leaves, outputs = forward(op, case, layouts)
+    for k, (out, g) in enumerate(zip(outputs, upstream)):
+        out.backward(g, retain_graph=k < len(outputs) - 1)
+    grads = []
+    for k, leaf in enumerate(leaves):
+        assert leaf.grad is not None, f"{op.name}: input {k} received no gradient"
+        grads.append(leaf.grad)
+    return [o.data for o in outputs], grads
+
+
+def upstream_for(op: OpInfo, case: Case, seed: int) -> list:
+    """Random standard-normal upstream gradients, one per output, in the output dtype."""
+    with tr.no_grad():
+        outputs = as_tuple(op.fn(*[tr.Tensor(a) for a in case.inputs], **case.consts))
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(o.shape).astype(o.dtype) for o in outputs]
+
+
+def _max_abs(arrays: Any) -> float:
+    values = [float(np.max(np.abs(a))) for a in arrays if np.size(a)]
+    return max(values, default=0.0)
+
+
+def _assert_close(actual: Any, expected: Any, rtol: float, what: str) -> None:
+    """Elementwise |actual - expected| <= rtol * (|expected| + max|expected|): relative to
+    the array's scale, so entries that cancel to near 0 are judged on that scale."""
+    assert np.shape(actual) == np.shape(expected), (what, np.shape(actual), np.shape(expected))
+    actual64 = np.asarray(actual, dtype=np.float64)
+    expected64 = np.asarray(expected, dtype=np.float64)
+    atol = rtol * max(_max_abs([expected64[np.isfinite(expected64)]]), 1e-300)
+    np.testing.assert_allclose(actual64, expected64, rtol=rtol, atol=atol, err_msg=what)
+
+
+# ------------------------------------------------------------------------------ float64
+def check_contract(op: OpInfo, case: Case, seed: int, alpha: float, beta: float) -> None:
+    rng = np.random.default_rng(seed)
+    inputs_before = copy.deepcopy(case.inputs)
+    consts_before = copy.deepcopy(case.consts)
+    g1 = upstream_for(op, case, seed)
+    g2 = [rng.standard_normal(g.shape).astype(g.dtype) for g in g1]
+    g1_before = [g.copy() for g in g1]
+
+    # shapes, dtypes, and no aliasing between gradients, upstream gradients and inputs
+    leaves, outputs = forward(op, case)
+    for out in outputs:
+        assert out.dtype == (op.out_dtype or np.float64), (op.name, out.dtype)
+    for k, (out, g) in enumerate(zip(outputs, g1)):
+        out.backward(g, retain_graph=k < len(outputs) - 1)
+    grads = [leaf.grad for leaf in leaves]
+    for k, (leaf, grad) in enumerate(zip(leaves, grads)):
+        assert grad is not None, f"{op.name}: input {k} received no gradient"
+        assert grad.shape == leaf.shape, (op.name, k, grad.shape, leaf.shape)
+        assert grad.dtype == leaf.dtype, (op.name, k, grad.dtype, leaf.dtype)
+        others = list(g1) + [x.data for x in leaves] + grads[:k] + grads[k + 1:]
+        for other in others:
+            assert not np.shares_memory(grad, other), f"{op.name}: .grad {k} is aliased"
+
+    # nothing the op was given has been written to
+    for before, leaf, after in zip(inputs_before, leaves, case.inputs):
+        np.testing.assert_array_equal(after, before)
+        np.testing.assert_array_equal(leaf.data, before)
+    for before, after in zip(g1_before, g1):
+        np.testing.assert_array_equal(after, before)
+    for key, value in consts_before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(case.consts[key], value, err_msg=key)
+
+    # a zero upstream gradient gives exactly zero gradients
+    _, zero_grads = vjp(op, case, [np.zeros_like(g) for g in g1])
+    for k, grad in enumerate(zero_grads):
+        assert np.all(grad == 0), f"{op.name}: zero upstream gave nonzero gradient {k}"
+
+    # determinism: a second graph and backward pass give bitwise the same results
+    outs_a, grads_a = vjp(op, case, g1)
+    outs_b, grads_b = vjp(op, case, g1)
+    for a, b in zip(outs_a + grads_a, outs_b + grads_b):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(grads_a, grads):
+        np.testing.assert_array_equal(a, b)
+
+    # linearity of the VJP in the upstream gradient
+    mixed = [alpha * a + beta * b for a, b in zip(g1, g2)]
+    _, grads_mixed = vjp(op, case, mixed)
+    _, grads_2 = vjp(op, case, g2)
+    for k, (gm, ga, gb) in enumerate(zip(grads_mixed, grads_a, grads_2)):
+        expected = alpha * ga + beta * gb
+        scale = abs(alpha) * _max_abs([ga]) + abs(beta) * _max_abs([gb])
+        err = _max_abs([gm - expected])
+        assert err <= LINEARITY_RTOL * scale, (op.name, k, err, scale)
+
+
+def _make_contract_test(op: OpInfo) -> Any:
+    def test(case: Case, seed: int, alpha: float, beta: float) -> None:
+        check_contract(op, case, seed, alpha, beta)
+
+    test.__name__ = test.__qualname__ = f"test_contract_{op.name}"
+    test.__doc__ = f"Backward contract of {op.name} in float64."
+    for case in op.examples:
+        test = example(case=case, seed=0, alpha=1.5, beta=-0.5)(test)
+    coef = st.floats(-2.0, 2.0, allow_nan=False)
+    return given(case=op.cases, seed=SEEDS, alpha=coef, beta=coef)(test)
+
+
+# ------------------------------------------------------------------------------ float32
+def check_float32(op: OpInfo, case: Case, seed: int) -> None:
+    case32 = cast_case(case, np.float32)
+    g32 = upstream_for(op, case32, seed)
+    outs32, grads32 = vjp(op, case32, g32)
+    # the float64 reference sees the same inputs and upstream gradients, widened exactly
+    case64 = cast_case(case32, np.float64)
+    g64 = [g.astype(op.out_dtype or np.float64) for g in g32]
+    outs64, grads64 = vjp(op, case64, g64)
+    for k, (o32, o64) in enumerate(zip(outs32, outs64)):
+        assert o32.dtype == (op.out_dtype or np.float32), (op.name, k, o32.dtype)
+        _assert_close(o32, o64, FLOAT32_RTOL, f"{op.name}: output {k}")
+    for k, (x, d32, d64) in enumerate(zip(case32.inputs, grads32, grads64)):
+        assert d32.dtype == np.float32 and d32.shape == x.shape, (op.name, k, d32.dtype)
+        _assert_close(d32, d64, FLOAT32_RTOL, f"{op.name}: gradient {k}")
+
+
+def _make_float32_test(op: OpInfo) -> Any:
+    def test(case: Case, seed: int) -> None:
+        check_float32(op, case, seed)
+
+    test.__name__ = test.__qualname__ = f"test_float32_{op.name}"
+    test.__doc__ = f"{op.name} in float32 agrees with float64; outputs and grads float32."
+    for case in op.examples:
+        test = example(case=case, seed=0)(test)
+    return given(case=op.cases, seed=SEEDS)(test)
+
+
+# ------------------------------------------------------------------------------ layouts
+def relayout(array: np.ndarray, how: str) -> np.ndarray:
+    """A non-contiguous view with the same values: 'transposed' (Fortran order), 'strided'
+    (every other element of a larger buffer) or 'reversed' (negative strides)."""
+    if how == "transposed":
+        view = np.asfortranarray(array)
+    elif how == "strided":
+        buffer = np.zeros(array.shape + (2,), dtype=array.dtype)
+        buffer[..., 0] = array
+        view = buffer[..., 0]
+    else:
+        flipped = np.flip(array).copy()
+        view = np.flip(flipped)
+    np.testing.assert_array_equal(view, array)
+    return view
+
+
+def check_layouts(op: OpInfo, case: Case, seed: int, hows: list) -> None:
+    upstream = upstream_for(op, case, seed)
+    outs, grads = vjp(op, case, upstream)
+    views = [relayout(a, how) for a, how in zip(case.inputs, hows)]
+    if any(a.size > 1 for a in case.inputs):
+        assert not all(v.flags.c_contiguous for v in views if v.size > 1) or all(
+            how == "transposed" and v.ndim < 2 for v, how in zip(views, hows) if v.size > 1
+        )
+    g_views = [relayout(g, hows[0]) for g in upstream]
+    outs_v, grads_v = vjp(op, case, g_views, layouts=views)
+    for k, (a, b) in enumerate(zip(outs_v, outs)):
+        _assert_close(a, b, LAYOUT_RTOL, f"{op.name}: output {k}")
+    for k, (a, b) in enumerate(zip(grads_v, grads)):
+        _assert_close(a, b, LAYOUT_RTOL, f"{op.name}: gradient {k}")
+
+
+LAYOUTS = st.sampled_from(["transposed", "strided", "reversed"])
+
+
+def _make_layout_test(op: OpInfo) -> Any:
+    def test(case: Case, seed: int, hows: list) -> None:
+        check_layouts(op, case, seed, hows)
+
+    test.__name__ = test.__qualname__ = f"test_noncontiguous_{op.name}"
+    test.__doc__ = f"{op.name} on non-contiguous views equals the contiguous result."
+    for case in op.examples:
+        test = example(case=case, seed=0, hows=["strided"] * len(case.inputs))(test)
+    hows = st.lists(LAYOUTS, min_size=4, max_size=4)
+    return given(case=op.cases, seed=SEEDS, hows=hows)(test)
+
+
+for _op in REGISTRY:
+    globals()[f"test_contract_{_op.name}"] = _make_contract_test(_op)
+    globals()[f"test_float32_{_op.name}"] = _make_float32_test(_op)
+    globals()[f"test_noncontiguous_{_op.name}"] = _make_layout_test(_op)
+del _op
+
+
+# ------------------------------------------------------------------------------ float32 cast
+@given(case=REGISTRY[0].cases, seed=SEEDS)
+def test_cast_to_float32_vjp(case: Case, seed: int) -> None:
+    """_Cast float64 -> float32: the output is the rounded input, and the VJP is the
+    upstream gradient widened back to float64 exactly (a cast is the identity map)."""
+    x = case.inputs[0]
+    leaf = tr.Tensor(x, requires_grad=True)
+    y = leaf.astype(np.float32)
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y.data, x.astype(np.float32))
+    g = np.random.default_rng(seed).standard_normal(y.shape).astype(np.float32)
+    g_before = g.copy()
+    y.backward(g)
+    assert leaf.grad.dtype == np.float64 and leaf.grad.shape == x.shape
+    np.testing.assert_array_equal(leaf.grad, g.astype(np.float64))
+    np.testing.assert_array_equal(g, g_before)
+    assert not np.shares_memory(leaf.grad, g)

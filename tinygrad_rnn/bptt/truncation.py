@@ -1,0 +1,202 @@
+"""Truncated backpropagation through time: both variants, named, in one place.
+
+Timeline of a stream of T steps (see docs/truncation.md for the figure):
+
+* **Chunked TBPTT(k)** (:func:`chunked`): cut the stream into chunks of k steps. Run each
+  chunk from the state the previous chunk ended in, *detached* (the value is carried, the
+  graph is not), put the loss on every step of the chunk, backpropagate, update. Gradients
+  never cross a chunk boundary: the loss at the first step of a chunk sees 1 step of history,
+  the loss at its last step k steps.
+* **TBPTT(k1, k2)** of Williams & Peng (1990) (:func:`williams_peng`): every k1 steps,
+  backpropagate k2 >= k1 steps. At an update time t the window [t - k2, t) is run from the
+  (detached) state at t - k2; the loss is put on its last k1 steps only, so every step's loss
+  is counted exactly once over the stream, and every loss sees at least k2 - k1 + 1 steps of
+  history. TBPTT(k, k) is chunked TBPTT(k).
+* **Full BPTT** is k >= T: one window, the exact gradient.
+
+The schedule is independent of the engine: windows are run by a ``forward`` callable that
+takes ``(x_window, state)`` and returns ``(outputs, new_state)``, so the same code drives
+``nn.RNN``/``GRU``/``LSTM`` with ``engine='fused'`` or ``'autograd'``, or any model.
+
+References
+----------
+R. J. Williams and J. Peng, "An efficient gradient-based algorithm for on-line training of
+recurrent network trajectories", Neural Computation 2(4), 1990.
+I. Sutskever, "Training recurrent neural networks", PhD thesis, 2013 (section 2.8.6).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from ..tensor import Tensor
+
+__all__ = ["Truncation", "Window", "chunked", "williams_peng", "full", "windows",
+           "detach_state", "run_truncated"]
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A truncation schedule: every ``k1`` steps, backpropagate ``k2`` steps (k1 <= k2)."""
+
+    k1: int
+    k2: int
+
+    def __post_init__(self) -> None:
+        if self.k1 < 1 or self.k2 < self.k1:
+            raise ValueError(
+                f"truncation: need 1 <= k1 <= k2, got k1={self.k1}, k2={self.k2}"
+            )
+
+    @property
+    def name(self) -> str:
+        if self.k1 == self.k2:
+            return f"TBPTT({self.k1})"
+        return f"TBPTT({self.k1}, {self.k2})"
+
+
+def chunked(k: int) -> Truncation:
+    """Chunked TBPTT(k): chunks of k steps, state carried and detached between chunks."""
+    return Truncation(k, k)
+
+
+def williams_peng(k1: int, k2: int) -> Truncation:
+    """Williams & Peng's TBPTT(k1, k2): every k1 steps, backpropagate k2 steps."""
+    return Truncation(k1, k2)
+
+
+def full(T: int) -> Truncation:
+    """Full BPTT over a sequence of T steps (one window)."""
+    return Truncation(max(T, 1), max(T, 1))
+
+
+@dataclass(frozen=True)
+class Window:
+    """One backward pass: run steps [start, stop) from the detached state at ``start``; the
+    loss covers steps [loss_start, stop). ``carry`` is the step whose state the next window
+    starts from (a step inside (start, stop], or ``stop`` for chunked schedules)."""
+
+    start: int
+    loss_start: int
+    stop: int
+    carry: int | None
+
+
+def windows(T: int, schedule: Truncation) -> list[Window]:
+    """The windows a schedule runs over a stream of T steps, in order.
+
+    Update times are k1, 2 k1, ... and T (a last, shorter update if T is not a multiple of
+    k1). The loss ranges [loss_start, stop) partition [0, T), so every step's loss is counted
+    once, and each window starts k2 - k1 steps before its loss range (so a last, shorter
+    window of chunked TBPTT(k) covers only its own steps: the state is detached every k).
+    """
+    k1, k2 = schedule.k1, schedule.k2
+    stops = list(range(k1, T + 1, k1))
+    if not stops or stops[-1] != T:
+        stops.append(T)
+    if T == 0:
+        return []
+    out = []
+    prev = 0
+    for j, stop in enumerate(stops):
+        # the window reaches k2 - k1 steps behind its loss range, whose nominal length is k1
+        start = max(0, prev + k1 - k2)
+        carry = max(0, stop + k1 - k2) if j + 1 < len(stops) else None
+        out.append(Window(start=start, loss_start=prev, stop=stop, carry=carry))
+        prev = stop
+    return out
+
+
+def detach_state(state: Any) -> Any:
+    """Detach a recurrent state: a Tensor, None, or a (nested) tuple/list of them."""
+    if state is None:
+        return None
+    if isinstance(state, Tensor):
+        return state.detach()
+    if isinstance(state, (tuple, list)):
+        return type(state)(detach_state(s) for s in state)
+    raise TypeError(f"detach_state: unsupported state type {type(state).__name__}")
+
+
+def run_truncated(forward: Callable[[Tensor, Any], tuple], x: Tensor, schedule: Truncation,
+                  loss_fn: Callable[[Any, int, int], Tensor], state: Any = None,
+                  on_window: Callable[[Window, Tensor], None] | None = None,
+                  time_axis: int = 0) -> tuple[list[float], Any]:
+    """Run ``schedule`` over the sequence ``x``: one forward and one backward per window.
+
+    Parameters
+    ----------
+    forward : callable
+        ``forward(x_window, state) -> (outputs, new_state)`` with outputs indexed by time
+        along ``time_axis`` (e.g. ``lambda x, h: rnn(x, h)``).
+    x : Tensor
+        The stream, time along ``time_axis``.
+    schedule : Truncation
+    loss_fn : callable
+        ``loss_fn(outputs_for_loss, loss_start, stop) -> scalar Tensor``: the loss of steps
+        [loss_start, stop), given the outputs of exactly those steps. Use a *sum* over steps
+        (not a mean) if you want the windows' gradients to add up to the full-BPTT gradient
+        when k >= T.
+    state : initial state (Tensor, tuple of Tensors, or None).
+    on_window : callable, optional
+        Called after each backward with the window and its loss: the place to clip, record
+        gradient norms, step the optimizer and zero the gradients. Without it, gradients
+        accumulate over all windows (which is what the truncation-bias meter measures).
+
+    Returns
+    -------
+    (losses per window as floats, the final state, detached)
+    """
+    T = x.shape[time_axis]
+    losses = []
+    carried = detach_state(state)
+    for w in windows(T, schedule):
+        state_in = carried
+        outputs_parts = []
+        pieces = [(w.start, w.stop)]
+        if w.carry is not None and w.start < w.carry < w.stop:
+            pieces = [(w.start, w.carry), (w.carry, w.stop)]
+        st = state_in
+        next_carry = None
+        for a, b in pieces:
+            out, st = forward(_time_slice(x, a, b, time_axis), st)
+            outputs_parts.append((a, b, out))
+            if b == w.carry:
+                next_carry = detach_state(st)
+        if w.carry is None or w.carry == w.stop:
+            next_carry = detach_state(st)
+        elif next_carry is None:  # carry == start: the next window starts where this one did
+            next_carry = detach_state(state_in)
+        loss_outputs = _gather(outputs_parts, w.loss_start, w.stop, time_axis)
+        loss = loss_fn(loss_outputs, w.loss_start, w.stop)
+        if loss.requires_grad:
+            loss.backward()
+        losses.append(float(loss.item()))
+        if on_window is not None:
+            on_window(w, loss)
+        carried = next_carry
+    return losses, carried
+
+
+def _time_slice(x: Tensor, a: int, b: int, axis: int) -> Tensor:
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(a, b)
+    return x[tuple(index)]
+
+
+def _gather(parts: list, lo: int, hi: int, axis: int) -> Any:
+    """Outputs of steps [lo, hi) from the window's pieces (concatenated along time)."""
+    from ..tensor import cat
+
+    chunks = []
+    for a, b, out in parts:
+        out_t = out[0] if isinstance(out, tuple) else out
+        s, e = max(a, lo), min(b, hi)
+        if s < e:
+            chunks.append(_time_slice(out_t, s - a, e - a, axis))
+    return chunks[0] if len(chunks) == 1 else cat(chunks, axis=axis)
+
+
+def iter_windows(T: int, schedule: Truncation) -> Iterator[Window]:
+    """Iterate over :func:`windows` (for progress bars)."""
+    yield from windows(T, schedule)

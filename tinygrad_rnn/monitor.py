@@ -1,0 +1,387 @@
+"""Gradient-norm tracking and the analysis of vanishing and exploding gradients.
+
+Two kinds of tools:
+
+* :class:`GradientMonitor` records, for every backward pass, ||dL/dh_t|| at every time step
+  (per recurrent module, layer and direction; ||dL/dc_t|| too for the LSTM), ||dL/dtheta|| per
+  parameter, and the global norm before and after clipping; the history across training steps
+  is kept in plain NumPy arrays. The per-step gradients come from the recurrent layers'
+  ``track_state_grads`` switch, which both engines implement identically.
+* Analysis of the recurrence itself: the step Jacobians dh_t/dh_{t-1} written out for Elman,
+  GRU and LSTM (:func:`step_jacobians`), their products ||dh_T/dh_t|| (:func:`jacobian_products`),
+  the spectrum of W_hh, the bound of Pascanu et al. 2013 (:func:`pascanu_bound`), a fitted
+  decay rate and a "gradient horizon" (:func:`gradient_horizon`).
+
+The vanishing-gradient argument in one line (docs/vanishing.md derives it): for the Elman
+RNN, dh_T/dh_t = prod_{s=t+1}^{T} diag(f'(a_s)) W_hh, so
+||dh_T/dh_t|| <= (sigma_max(W_hh) * max f')^(T - t), which decays geometrically when the base
+is below 1.
+
+References
+----------
+R. Pascanu, T. Mikolov, Y. Bengio, "On the difficulty of training recurrent neural networks",
+ICML 2013.
+Y. Bengio, P. Simard, P. Frasconi, "Learning long-term dependencies with gradient descent is
+difficult", IEEE TNN 1994.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from .backend import get_array_module
+from .tensor import Tensor
+
+__all__ = [
+    "GradientMonitor", "step_jacobians", "jacobian_products", "spectral_radius",
+    "singular_values", "pascanu_bound", "gradient_horizon", "fit_decay_rate",
+    "state_grad_norms",
+]
+
+
+def _host(a: Any) -> np.ndarray:
+    xp = get_array_module(a)
+    return np.asarray(a) if xp is np else a.get()
+
+
+def state_grad_norms(grads: Any) -> np.ndarray:
+    """||dL/dh_t|| for every step t of a (T, N, H) gradient array: the Frobenius norm over the
+    batch and hidden axes, in float64. Returns shape (T,)."""
+    g = _host(grads).astype(np.float64)
+    return np.sqrt((g * g).reshape(g.shape[0], -1).sum(axis=1))
+
+
+class GradientMonitor:
+    """Record gradient norms of a model at every backward pass.
+
+    Usage::
+
+        monitor = tr.monitor.GradientMonitor(model)      # switches on state-grad tracking
+        loss.backward()
+        total = tr.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        monitor.record(clipped=True)                    # before/after clipping
+        monitor.state_norms("rnn", layer=0)             # (steps, T) array
+
+    ``record`` must be called after ``backward`` (and after clipping, if any); it reads the
+    gradients, it never changes them.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.recurrent: dict[str, Any] = {}
+        for name, module in model.named_modules():
+            if hasattr(module, "track_state_grads"):
+                module.track_state_grads = True
+                self.recurrent[name or "(model)"] = module
+        self.param_names = [n for n, _ in model.named_parameters()]
+        self.history: dict[str, list] = {"global_norm": [], "clipped_norm": []}
+        self._param_norms: list[np.ndarray] = []
+        self._state: dict[tuple, list] = {}
+        self._pre_clip: float | None = None
+
+    def before_clip(self) -> float:
+        """Record the global norm now (call between backward and clipping); returns it."""
+        self._pre_clip = self._global_norm()
+        return self._pre_clip
+
+    def _global_norm(self) -> float:
+        total = 0.0
+        for p in self.model.parameters():
+            if p.grad is not None:
+                g = _host(p.grad).astype(np.float64)
+                total += float((g * g).sum())
+        return float(np.sqrt(total))
+
+    def record(self, clipped: bool = False) -> None:
+        """Append this backward pass's norms to the history.
+
+        With ``clipped=True`` the current gradients are taken as the clipped ones; the
+        pre-clipping norm is the one saved by :meth:`before_clip` (or, when that was not
+        called, the per-step state gradients' pass is recorded with the clipped norm only).
+        """
+        now = self._global_norm()
+        pre = self._pre_clip if (clipped and self._pre_clip is not None) else now
+        self.history["global_norm"].append(pre)
+        self.history["clipped_norm"].append(now)
+        self._pre_clip = None
+        norms = []
+        for _, p in self.model.named_parameters():
+            if p.grad is None:
+                norms.append(0.0)
+            else:
+                g = _host(p.grad).astype(np.float64)
+                norms.append(float(np.sqrt((g * g).sum())))
+        self._param_norms.append(np.asarray(norms))
+        for name, module in self.recurrent.items():
+            for (layer, direction), slot in module.state_grads.items():
+                for kind, arr in slot.items():
+                    key = (name, layer, direction, kind)
+                    self._state.setdefault(key, []).append(state_grad_norms(arr))
+
+    @property
+    def steps(self) -> int:
+        """Number of recorded backward passes."""
+        return len(self.history["global_norm"])
+
+    def param_norms(self) -> dict[str, np.ndarray]:
+        """||dL/dtheta|| per parameter name, each an array over recorded steps."""
+        if not self._param_norms:
+            return {n: np.zeros(0) for n in self.param_names}
+        stacked = np.stack(self._param_norms)
+        return {n: stacked[:, i] for i, n in enumerate(self.param_names)}
+
+    def global_norms(self) -> tuple[np.ndarray, np.ndarray]:
+        """(before clipping, after clipping), each an array over recorded steps."""
+        return (np.asarray(self.history["global_norm"]),
+                np.asarray(self.history["clipped_norm"]))
+
+    def state_norms(self, module: str | None = None, layer: int = 0, direction: int = 0,
+                    kind: str = "h") -> np.ndarray:
+        """||dL/dh_t|| (kind 'h') or ||dL/dc_t|| (kind 'c') as an array (steps, T).
+
+        ``module`` is the recurrent submodule's name (the only one if omitted). Steps whose
+        sequences had different lengths are padded with NaN on the right.
+        """
+        if module is None:
+            if len(self.recurrent) != 1:
+                raise ValueError(
+                    f"state_norms: the model has recurrent modules {list(self.recurrent)}; "
+                    f"name one"
+                )
+            module = next(iter(self.recurrent))
+        rows = self._state.get((module, layer, direction, kind), [])
+        if not rows:
+            return np.zeros((0, 0))
+        width = max(len(r) for r in rows)
+        out = np.full((len(rows), width), np.nan)
+        for i, r in enumerate(rows):
+            out[i, :len(r)] = r
+        return out
+
+
+# ------------------------------------------------------------------------- analysis
+def spectral_radius(W: Any) -> float:
+    """max |eigenvalue| of a square matrix."""
+    W = _host(W.data if isinstance(W, Tensor) else W)
+    return float(np.max(np.abs(np.linalg.eigvals(W.astype(np.float64))))) if W.size else 0.0
+
+
+def singular_values(W: Any) -> np.ndarray:
+    """Singular values of W, largest first."""
+    W = _host(W.data if isinstance(W, Tensor) else W)
+    return np.linalg.svd(W.astype(np.float64), compute_uv=False)
+
+
+def pascanu_bound(W_hh: Any, distances: Iterable[int], gamma: float = 1.0) -> np.ndarray:
+    """The bound ||dh_T/dh_t|| <= (gamma * sigma_max(W_hh))^(T - t) of Pascanu et al. 2013,
+    for each distance T - t. ``gamma`` bounds |f'|: 1 for tanh and relu, 1/4 for sigmoid;
+    the largest |f'| actually met on a trajectory gives a tighter bound."""
+    s = float(singular_values(W_hh)[0])
+    d = np.asarray(list(distances), dtype=np.float64)
+    return (gamma * s) ** d
+
+
+def _blocks(W: np.ndarray, n: int) -> list[np.ndarray]:
+    H = W.shape[0] // n
+    return [W[k * H:(k + 1) * H] for k in range(n)]
+
+
+def _sigmoid(a: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
+                   sample: int = 0) -> list[np.ndarray]:
+    """The step Jacobians J_t = d s_t / d s_{t-1} of a single-layer recurrent layer or cell
+    along one sample's trajectory, written out from the equations (float64).
+
+    For Elman and GRU the state is s = h and J_t is (H, H); for the LSTM s = (h, c) and J_t
+    is (2H, 2H) in the block layout [[dh/dh, dh/dc], [dc/dh, dc/dc]] (the cell path dc/dc is
+    what lets LSTM gradients survive). Formulas (column convention, a = pre-activation):
+
+    * Elman:  J_t = diag(f'(a_t)) W_hh
+    * GRU:    J_t = diag(z) + diag(1 - z) dn/dh + diag(h_{t-1} - n) dz/dh with
+      dz/dh = diag(z(1-z)) W_hz, dr/dh = diag(r(1-r)) W_hr and, for reset='after',
+      dn/dh = diag(1-n^2) [diag(W_hn h + b_hn) dr/dh + diag(r) W_hn]; for 'before',
+      dn/dh = diag(1-n^2) W_hn [diag(r) + diag(h) dr/dh]
+    * LSTM:   dc/dh = diag(c_{t-1}) df/dh + diag(g) di/dh + diag(i) dg/dh, dc/dc = diag(f)
+      (+ peephole terms), dh/d* = diag(tanh c) do/d* + diag(o (1 - tanh^2 c)) dc/d*.
+
+    ``module`` is an RNNCell/GRUCell/LSTMCell or a one-layer unidirectional RNN/GRU/LSTM;
+    ``x`` is (T, N, D) time-major (or (T, D)).
+    """
+    mode, p, opts = _cell_params(module)
+    xs = _host(x.data if isinstance(x, Tensor) else np.asarray(x)).astype(np.float64)
+    if xs.ndim == 3:
+        xs = xs[:, sample]
+    T = xs.shape[0]
+    H = p["weight_hh"].shape[1]
+    h = np.zeros(H) if h0 is None else _host(getattr(h0, "data", h0)).astype(np.float64)
+    h = h.reshape(-1, H)[sample] if h.ndim > 1 else h
+    c = np.zeros(H) if c0 is None else _host(getattr(c0, "data", c0)).astype(np.float64)
+    c = c.reshape(-1, H)[sample] if c.ndim > 1 else c
+    W_ih, W_hh = p["weight_ih"], p["weight_hh"]
+    b_ih = p.get("bias_ih", np.zeros(W_ih.shape[0]))
+    b_hh = p.get("bias_hh", np.zeros(W_hh.shape[0]))
+    out = []
+    for t in range(T):
+        xw = W_ih @ xs[t] + b_ih
+        hw = W_hh @ h + b_hh
+        if mode == "RNN":
+            a = xw + hw
+            if opts["nonlinearity"] == "tanh":
+                h_new = np.tanh(a)
+                d = 1 - h_new ** 2
+            else:
+                h_new = np.maximum(a, 0)
+                d = (a > 0).astype(np.float64)
+            out.append(d[:, None] * W_hh)
+            h = h_new
+        elif mode == "GRU":
+            J, h = _gru_jacobian(xw, h, W_hh, b_hh, opts["reset"])
+            out.append(J)
+        else:
+            J, h, c = _lstm_jacobian(xw, h, c, W_hh, b_hh, p.get("weight_ch"),
+                                     opts["coupled"])
+            out.append(J)
+    return out
+
+
+def _gru_jacobian(xw: np.ndarray, h: np.ndarray, W_hh: np.ndarray, b_hh: np.ndarray,
+                  reset: str) -> tuple[np.ndarray, np.ndarray]:
+    xr, xz, xn = np.split(xw, 3)
+    W_hr, W_hz, W_hn = _blocks(W_hh, 3)
+    b_hr, b_hz, b_hn = np.split(b_hh, 3)
+    r = _sigmoid(xr + W_hr @ h + b_hr)
+    z = _sigmoid(xz + W_hz @ h + b_hz)
+    dr = (r * (1 - r))[:, None] * W_hr
+    dz = (z * (1 - z))[:, None] * W_hz
+    if reset == "after":
+        hn = W_hn @ h + b_hn
+        n = np.tanh(xn + r * hn)
+        dn = (1 - n ** 2)[:, None] * (hn[:, None] * dr + r[:, None] * W_hn)
+    else:
+        n = np.tanh(xn + W_hn @ (r * h) + b_hn)
+        dn = (1 - n ** 2)[:, None] * (W_hn @ (np.diag(r) + h[:, None] * dr))
+    J = np.diag(z) + (1 - z)[:, None] * dn + (h - n)[:, None] * dz
+    return J, (1 - z) * n + z * h
+
+
+def _lstm_jacobian(xw: np.ndarray, h: np.ndarray, c: np.ndarray, W_hh: np.ndarray,
+                   b_hh: np.ndarray, w_ch: np.ndarray | None,
+                   coupled: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    H = h.shape[0]
+    a = xw + W_hh @ h + b_hh
+    zero = np.zeros(H)
+    if coupled:
+        a_f, a_g, a_o = np.split(a, 3)
+        W_f, W_g, W_o = _blocks(W_hh, 3)
+        w_cf, w_co = (np.split(w_ch, 2) if w_ch is not None else (zero, zero))
+        w_ci = zero
+    else:
+        a_i, a_f, a_g, a_o = np.split(a, 4)
+        W_i, W_f, W_g, W_o = _blocks(W_hh, 4)
+        w_ci, w_cf, w_co = (np.split(w_ch, 3) if w_ch is not None else (zero, zero, zero))
+    f = _sigmoid(a_f + w_cf * c)
+    g = np.tanh(a_g)
+    Af = (f * (1 - f))[:, None]
+    Ag = (1 - g ** 2)[:, None]
+    df_dh, df_dc = Af * W_f, np.diag(Af[:, 0] * w_cf)
+    dg_dh = Ag * W_g
+    if coupled:
+        c_new = f * c + (1 - f) * g
+        dc_dh = (c - g)[:, None] * df_dh + (1 - f)[:, None] * dg_dh
+        dc_dc = np.diag(f) + (c - g)[:, None] * df_dc
+    else:
+        i = _sigmoid(a_i + w_ci * c)
+        Ai = (i * (1 - i))[:, None]
+        di_dh, di_dc = Ai * W_i, np.diag(Ai[:, 0] * w_ci)
+        c_new = f * c + i * g
+        dc_dh = c[:, None] * df_dh + g[:, None] * di_dh + i[:, None] * dg_dh
+        dc_dc = np.diag(f) + c[:, None] * df_dc + g[:, None] * di_dc
+    o = _sigmoid(a_o + w_co * c_new)
+    Ao = (o * (1 - o))[:, None]
+    do_dh = Ao * (W_o + w_co[:, None] * dc_dh)
+    do_dc = Ao * (w_co[:, None] * dc_dc)
+    tc = np.tanh(c_new)
+    k = (o * (1 - tc ** 2))[:, None]
+    dh_dh = tc[:, None] * do_dh + k * dc_dh
+    dh_dc = tc[:, None] * do_dc + k * dc_dc
+    J = np.block([[dh_dh, dh_dc], [dc_dh, dc_dc]])
+    return J, o * tc, c_new
+
+
+def _cell_params(module: Any) -> tuple[str, dict, dict]:
+    name = type(module).__name__
+    mode = {"RNNCell": "RNN", "RNN": "RNN", "GRUCell": "GRU", "GRU": "GRU",
+            "LSTMCell": "LSTM", "LSTM": "LSTM"}.get(name)
+    if mode is None:
+        raise TypeError(f"step_jacobians: unsupported module {name}")
+    if name in ("RNN", "GRU", "LSTM"):
+        if module.num_layers != 1 or module.bidirectional:
+            raise ValueError(f"step_jacobians: {name} must have one layer and one direction")
+        sfx = "_l0"
+    else:
+        sfx = ""
+    p = {}
+    for base in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_ch"):
+        t = getattr(module, base + sfx, None)
+        if t is not None:
+            p[base] = _host(t.data).astype(np.float64)
+    opts = {"nonlinearity": getattr(module, "nonlinearity", "tanh"),
+            "reset": getattr(module, "reset", "after"),
+            "coupled": getattr(module, "coupled", False)}
+    return mode, p, opts
+
+
+def jacobian_products(jacobians: list[np.ndarray], ord: Any = 2) -> np.ndarray:
+    """||d s_T / d s_t|| for t = 0..T (entry t is the norm of J_T ... J_{t+1}; entry T is
+    the identity's norm, 1 for the spectral norm). ``ord`` as numpy.linalg.norm (2 = largest
+    singular value). The products are accumulated from the end, one matrix product per
+    step."""
+    T = len(jacobians)
+    if T == 0:
+        return np.ones(1)
+    n = jacobians[0].shape[0]
+    P = np.eye(n)
+    norms = np.empty(T + 1)
+    norms[T] = np.linalg.norm(P, ord)
+    for t in range(T - 1, -1, -1):
+        P = P @ jacobians[t]  # dS_T/dS_t = (dS_T/dS_{t+1}) J_{t+1}; jacobians[t] = J_{t+1}
+        norms[t] = np.linalg.norm(P, ord)
+    return norms
+
+
+def fit_decay_rate(norms: Any, distances: Any = None) -> float:
+    """Fit norm ~ C * rate^distance by least squares on log(norm); returns the rate.
+    ``norms`` ordered by distance 0, 1, 2, ... unless ``distances`` is given. Non-positive
+    or non-finite norms are left out."""
+    y = np.asarray(norms, dtype=np.float64)
+    d = np.arange(y.size, dtype=np.float64) if distances is None else np.asarray(
+        distances, dtype=np.float64)
+    keep = np.isfinite(y) & (y > 0)
+    if keep.sum() < 2:
+        raise ValueError("fit_decay_rate: need at least two positive norms")
+    slope = np.polyfit(d[keep], np.log(y[keep]), 1)[0]
+    return float(np.exp(slope))
+
+
+def gradient_horizon(norms: Any, fraction: float = 1e-2) -> int:
+    """The number of steps back from the end before the norm first falls below
+    ``fraction`` times its value at the end.
+
+    ``norms`` is indexed by time (norms[-1] at the last step T, e.g. ||dL_T/dh_t|| or the
+    output of :func:`jacobian_products`). Returns the distance d of the first step
+    t = T - d with norms[t] < fraction * norms[-1], or the sequence length when the norm
+    never falls that low (the horizon is at least the whole sequence).
+    """
+    y = np.asarray(norms, dtype=np.float64)
+    if y.size == 0:
+        return 0
+    ref = y[-1]
+    for d in range(1, y.size):
+        if y[-1 - d] < fraction * ref:
+            return d
+    return int(y.size)

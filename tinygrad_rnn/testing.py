@@ -1,0 +1,1472 @@
+"""Property-based testing for your own ops, cells and modules: hypothesis strategies and checkers.
+
+This module needs `hypothesis <https://hypothesis.readthedocs.io>`_ (a test dependency), so
+``tinygrad_rnn`` imports it only on first use of ``tr.testing``.
+
+Strategies (each returns a hypothesis ``SearchStrategy``)
+--------------------------------------------------------
+:func:`arrays`, :func:`tensors`
+    float64 (by default) NumPy arrays / Tensors with bounded elements, optionally kept away
+    from a kink at 0 (``min_magnitude``).
+:func:`broadcastable_shapes`, :func:`shape_pairs`
+    Shapes that broadcast together, size-0 sides included.
+:func:`recurrent_weights`
+    Well-conditioned recurrent weights with a spectral radius in a chosen range, plus
+    matching input weights and biases (torch layout, gates stacked).
+:func:`padded_sequences`
+    A padded batch ``x`` (``(T, N, D)`` or batch-first) and its ``lengths``; the padded steps
+    hold junk so that code that reads them gives visibly wrong results.
+:func:`token_ids`
+    Integer ids in ``[0, vocab_size)``, optionally with invalid ones.
+
+Checkers (each returns a :class:`CheckReport`, or raises :class:`CheckFailure`, an
+``AssertionError``, naming every check that failed)
+--------------------------------------------------------------------------------------
+:func:`check_function`
+    float64 :func:`~tinygrad_rnn.gradcheck` (full for small inputs, directional for large)
+    plus the VJP contract every built-in op obeys: gradient shape and dtype equal the
+    input's, zero upstream gradient gives a zero gradient, inputs and upstream gradients are
+    never mutated, forward and backward are deterministic.
+:func:`check_op`
+    The same for a :class:`~tinygrad_rnn.Function` subclass, with the contract checked on
+    the raw ``forward``/``backward`` arrays (before the engine reduces or casts anything).
+:func:`check_module`
+    Gradients with respect to the inputs *and every parameter* of a module-like object
+    (anything with ``named_parameters()``), on float64 copies of its parameters.
+:func:`check_jacobian`
+    ``backward(g) == J^T g`` for a hand-written Jacobian, and ``J u`` against finite
+    differences.
+:func:`gradient_property`
+    A ``given``-style decorator: a property test in a few lines.
+
+Example: a property test of your own op
+---------------------------------------
+>>> import numpy as np
+>>> import tinygrad_rnn as tr
+>>> from tinygrad_rnn.testing import check_op, gradient_property, tensors
+>>> class Softsign(tr.Function):
+...     '''y = x / (1 + |x|);  dy/dx = 1 / (1 + |x|)^2.'''
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x / (1 + np.abs(x))
+...     @staticmethod
+...     def backward(ctx, grad_out):
+...         (x,) = ctx.saved_arrays
+...         return grad_out / (1 + np.abs(x)) ** 2
+>>> @gradient_property(tensors(shape=(2, 3), min_value=-3, max_value=3, min_magnitude=0.1))
+... def test_softsign(x):
+...     return Softsign.apply(x)
+>>> test_softsign()  # pytest would call it: hypothesis draws x, check_function checks it
+>>> check_op(Softsign, tr.Tensor(np.array([0.5, -2.0]), requires_grad=True)).passed
+True
+
+Notes
+-----
+Every check runs in float64: finite differences in float32 are meaningless
+(``docs/gradcheck.md`` derives why). Test float32 code by comparing it with the float64 result.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Sequence
+
+import hypothesis
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from .backend import is_float_dtype, result_float_dtype
+from .engine import no_grad
+from .gradcheck import GradcheckReport, check_leaves, flatten_outputs
+from .ops.base import Context, Function, sum_to_shape
+from .tensor import Tensor
+
+__all__ = [
+    "arrays", "tensors", "broadcastable_shapes", "shape_pairs", "recurrent_weights",
+    "RecurrentWeights", "padded_sequences", "PaddedSequences", "token_ids",
+    "check_function", "check_op", "check_module", "check_jacobian", "gradient_property",
+    "CheckOptions", "CheckReport", "CheckResult", "CheckFailure",
+]
+
+SearchStrategy = st.SearchStrategy
+_Shape = Any  # None, int, tuple of ints, or a strategy of tuples
+
+
+# ============================================================================= strategies
+def _as_strategy(value: Any) -> SearchStrategy:
+    return value if isinstance(value, SearchStrategy) else st.just(value)
+
+
+def _shape_strategy(shape: _Shape, min_dims: int, max_dims: int, min_side: int,
+                    max_side: int) -> SearchStrategy:
+    if shape is None:
+        return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                                max_side=max_side)
+    if isinstance(shape, SearchStrategy):
+        return shape
+    if isinstance(shape, (int, np.integer)):
+        return st.just((int(shape),))
+    return st.just(tuple(int(s) for s in shape))
+
+
+def _representable(value: float, dtype: np.dtype, inward: float) -> float:
+    """``value`` rounded to ``dtype`` and, if rounding moved it outward, stepped back in."""
+    v = dtype.type(value)
+    if (inward > 0 and v < value) or (inward < 0 and v > value):
+        v = np.nextafter(v, dtype.type(inward * np.inf))
+    return float(v)
+
+
+def _float_range(dtype: np.dtype, lo: float, hi: float) -> SearchStrategy:
+    width = dtype.itemsize * 8
+    lo_r = _representable(lo, dtype, +1)
+    hi_r = _representable(hi, dtype, -1)
+    return st.floats(min_value=lo_r, max_value=hi_r, width=width, allow_nan=False,
+                     allow_infinity=False, allow_subnormal=False)
+
+
+def _elements(dtype: np.dtype, min_value: float, max_value: float,
+              min_magnitude: float) -> SearchStrategy:
+    if min_value > max_value:
+        raise ValueError(f"min_value {min_value} is larger than max_value {max_value}")
+    if dtype.kind == "b":
+        return st.booleans()
+    if dtype.kind in "iu":
+        lo, hi = int(np.ceil(min_value)), int(np.floor(max_value))
+        if min_magnitude > 0:
+            m = int(np.ceil(min_magnitude))
+            parts = []
+            if hi >= max(lo, m):
+                parts.append(st.integers(max(lo, m), hi))
+            if lo <= min(hi, -m):
+                parts.append(st.integers(lo, min(hi, -m)))
+            if not parts:
+                raise ValueError(f"no integer in [{lo}, {hi}] has magnitude >= {m}")
+            return st.one_of(*parts)
+        return st.integers(lo, hi)
+    if dtype.kind != "f":
+        raise TypeError(f"arrays: unsupported dtype {dtype}")
+    if min_magnitude < 0:
+        raise ValueError(f"min_magnitude must be >= 0, got {min_magnitude}")
+    if min_magnitude == 0:
+        return _float_range(dtype, min_value, max_value)
+    parts = []
+    if max_value >= max(min_value, min_magnitude):
+        parts.append(_float_range(dtype, max(min_value, min_magnitude), max_value))
+    if min_value <= min(max_value, -min_magnitude):
+        parts.append(_float_range(dtype, min_value, min(max_value, -min_magnitude)))
+    if not parts:
+        raise ValueError(
+            f"no value in [{min_value}, {max_value}] has magnitude >= {min_magnitude}"
+        )
+    return st.one_of(*parts)
+
+
+def arrays(shape: _Shape = None, *, dtype: Any = np.float64, min_value: float = -1.0,
+           max_value: float = 1.0, min_magnitude: float = 0.0,
+           elements: SearchStrategy | None = None, min_dims: int = 1, max_dims: int = 3,
+           min_side: int = 1, max_side: int = 4, unique: bool = False) -> SearchStrategy:
+    """NumPy arrays with bounded, finite elements: float64 unless told otherwise.
+
+    Parameters
+    ----------
+    shape : None, int, tuple of int, or strategy of tuples
+        The shape; ``None`` draws one with ``min_dims..max_dims`` axes of
+        ``min_side..max_side`` elements (``min_side=0`` allows empty arrays).
+    dtype : dtype
+        Float (default float64), integer or bool. Float bounds are rounded inward to values
+        representable in ``dtype``.
+    min_value, max_value : float
+        Bounds of the elements (inclusive). Keep tanh/sigmoid pre-activations modest (a few
+        units) so gradient checks do not sit on saturated, nearly flat regions.
+    min_magnitude : float
+        Draw only elements with ``|x| >= min_magnitude``: keeps inputs away from a kink at 0
+        (relu, abs, maximum) instead of loosening tolerances.
+    elements : strategy, optional
+        Overrides the three bounds above.
+    unique : bool
+        All elements distinct (useful for max/argmax, whose gradient is ambiguous at ties).
+
+    Returns
+    -------
+    SearchStrategy of numpy.ndarray
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(arrays((2, 3), min_value=-2, max_value=2, min_magnitude=0.1))
+    ... def test_bounds(a):
+    ...     assert a.shape == (2, 3) and a.dtype == np.float64
+    ...     assert np.all((np.abs(a) >= 0.1) & (np.abs(a) <= 2))
+    >>> test_bounds()
+    """
+    dt = np.dtype(dtype)
+    elems = elements if elements is not None else _elements(dt, min_value, max_value,
+                                                            min_magnitude)
+    shapes = _shape_strategy(shape, min_dims, max_dims, min_side, max_side)
+    return hnp.arrays(dt, shapes, elements=elems, unique=unique)
+
+
+def tensors(shape: _Shape = None, *, requires_grad: bool = True, dtype: Any = np.float64,
+            **array_kwargs: Any) -> SearchStrategy:
+    """Like :func:`arrays`, but each draw is a :class:`~tinygrad_rnn.Tensor`.
+
+    ``requires_grad`` (default True) applies to floating-point dtypes only; integer and bool
+    tensors never require a gradient. All other keyword arguments are those of
+    :func:`arrays`.
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(tensors((3,), min_value=-1, max_value=1))
+    ... def test_tensor(x):
+    ...     assert x.requires_grad and x.dtype == np.float64 and x.shape == (3,)
+    >>> test_tensor()
+    """
+    grad = bool(requires_grad) and is_float_dtype(dtype)
+    return arrays(shape, dtype=dtype, **array_kwargs).map(
+        lambda a: Tensor(a, requires_grad=grad)
+    )
+
+
+def broadcastable_shapes(num_shapes: int = 2, *, min_dims: int = 0, max_dims: int = 3,
+                         min_side: int = 0, max_side: int = 4,
+                         base_shape: tuple = ()) -> SearchStrategy:
+    """``num_shapes`` shapes that broadcast together, and the shape they broadcast to.
+
+    A thin wrapper over ``hypothesis.extra.numpy.mutually_broadcastable_shapes`` with
+    defaults suited to gradient tests: up to 3 axes of up to 4 elements, size-0 sides
+    allowed (``min_side=0``), which exercises ``sum_to_shape`` on empty gradients.
+
+    Returns
+    -------
+    SearchStrategy of ``BroadcastableShapes(input_shapes, result_shape)`` (a named tuple).
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(broadcastable_shapes(3))
+    ... def test_shapes(s):
+    ...     out = np.broadcast_shapes(*s.input_shapes)
+    ...     assert out == s.result_shape
+    >>> test_shapes()
+    """
+    return hnp.mutually_broadcastable_shapes(
+        num_shapes=num_shapes, base_shape=tuple(base_shape), min_dims=min_dims,
+        max_dims=max_dims, min_side=min_side, max_side=max_side,
+    )
+
+
+def shape_pairs(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0,
+                max_side: int = 4) -> SearchStrategy:
+    """Pairs ``(shape_a, shape_b)`` that broadcast together (e.g. ``(N, H)`` and ``(H,)``).
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(shape_pairs())
+    ... def test_pair(pair):
+    ...     np.broadcast_shapes(*pair)  # never raises
+    >>> test_pair()
+    """
+    return broadcastable_shapes(2, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                                max_side=max_side).map(lambda s: tuple(s.input_shapes))
+
+
+class RecurrentWeights(NamedTuple):
+    """Weights drawn by :func:`recurrent_weights` (names and layout as in ``torch.nn.RNN``).
+
+    Attributes
+    ----------
+    weight_ih : ndarray, (G*H, D)
+        Input weights, gate blocks stacked along axis 0 (G = ``num_gates``).
+    weight_hh : ndarray, (G*H, H)
+        Recurrent weights; each of the G blocks ``(H, H)`` has spectral radius
+        ``spectral_radius``.
+    bias_ih, bias_hh : ndarray (G*H,) or None
+    spectral_radius : float
+        The spectral radius (largest eigenvalue modulus) of every recurrent block.
+    """
+
+    weight_ih: np.ndarray
+    weight_hh: np.ndarray
+    bias_ih: np.ndarray | None
+    bias_hh: np.ndarray | None
+    spectral_radius: float
+
+
+def random_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A random ``(n, n)`` orthogonal matrix, uniformly distributed (Haar measure).
+
+    QR of a Gaussian matrix, with the signs of R's diagonal moved into Q so that the
+    distribution does not depend on the QR routine's sign convention.
+    """
+    a = rng.standard_normal((n, n))
+    q, r = np.linalg.qr(a)
+    signs = np.sign(np.diag(r))
+    signs[signs == 0] = 1.0
+    return q * signs  # scales column j by signs[j]
+
+
+def spectral_radius(w: np.ndarray) -> float:
+    """Largest eigenvalue modulus of a square matrix."""
+    return float(np.max(np.abs(np.linalg.eigvals(w))))
+
+
+def _recurrent_block(rng: np.random.Generator, h: int, radius: float, kind: str) -> np.ndarray:
+    if kind == "orthogonal":
+        return radius * random_orthogonal(h, rng)
+    a = rng.standard_normal((h, h))
+    rho = spectral_radius(a)
+    if rho < 1e-6:  # (practically never) a near-nilpotent draw: fall back to orthogonal
+        return radius * random_orthogonal(h, rng)
+    return a * (radius / rho)
+
+
+def recurrent_weights(hidden_size: int | SearchStrategy, input_size: Any = None, *,
+                      spectral_radius: float | tuple[float, float] = (0.5, 1.0),
+                      num_gates: int = 1, kind: str = "orthogonal", input_scale: float = 1.0,
+                      bias: bool = True, bias_scale: float = 0.1,
+                      dtype: Any = np.float64) -> SearchStrategy:
+    """Well-conditioned recurrent weights with a spectral radius in a chosen range.
+
+    Parameters
+    ----------
+    hidden_size, input_size : int or strategy of int
+        H and D; ``input_size=None`` uses ``hidden_size``.
+    spectral_radius : float or (low, high)
+        The spectral radius r of each recurrent block is drawn from ``[low, high]``. Below 1
+        gradients through time vanish geometrically, above 1 they can explode: sweep it.
+    num_gates : int
+        G blocks stacked along axis 0: 1 for Elman RNN, 3 for GRU, 4 for LSTM (torch order).
+    kind : {'orthogonal', 'rescaled'}
+        ``'orthogonal'``: r times a random orthogonal matrix; every eigenvalue *and* every
+        singular value equals r, so ``||W^k|| = r^k`` exactly (the cleanest case for
+        studying vanishing gradients). ``'rescaled'``: a Gaussian matrix divided by its own
+        spectral radius and multiplied by r; non-normal, so powers can grow transiently
+        before decaying like r^k (closer to a trained network).
+    input_scale : float
+        ``weight_ih`` is Gaussian with standard deviation ``input_scale / sqrt(D)``.
+    bias, bias_scale : bool, float
+        Biases uniform in ``[-bias_scale, bias_scale]`` (or ``None`` when ``bias=False``).
+    dtype : dtype
+        float64 by default (the spectral radius is exact in float64).
+
+    Returns
+    -------
+    SearchStrategy of :class:`RecurrentWeights`
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(recurrent_weights(4, 3, spectral_radius=(0.9, 1.1)))
+    ... def test_radius(w):
+    ...     rho = np.max(np.abs(np.linalg.eigvals(w.weight_hh)))
+    ...     assert 0.9 <= w.spectral_radius <= 1.1 and np.isclose(rho, w.spectral_radius)
+    ...     assert w.weight_ih.shape == (4, 3)
+    >>> test_radius()
+    """
+    if isinstance(spectral_radius, (int, float, np.floating)):
+        lo = hi = float(spectral_radius)
+    else:
+        lo, hi = (float(v) for v in spectral_radius)
+    if not 0 <= lo <= hi:
+        raise ValueError(f"spectral_radius range must satisfy 0 <= low <= high, got {lo, hi}")
+    if kind not in ("orthogonal", "rescaled"):
+        raise ValueError(f"kind must be 'orthogonal' or 'rescaled', got {kind!r}")
+    if num_gates < 1:
+        raise ValueError(f"num_gates must be >= 1, got {num_gates}")
+    hs = _as_strategy(hidden_size)
+    ds = hs if input_size is None else _as_strategy(input_size)
+    radii = st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False)
+    dt = np.dtype(dtype)
+
+    @st.composite
+    def draw_weights(draw: Callable) -> RecurrentWeights:
+        h = draw(hs)
+        d = h if input_size is None else draw(ds)
+        radius = draw(radii)
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        w_hh = np.concatenate([_recurrent_block(rng, h, radius, kind)
+                               for _ in range(num_gates)], axis=0)  # (G*H, H)
+        w_ih = rng.standard_normal((num_gates * h, d)) * (input_scale / np.sqrt(max(d, 1)))
+        b_ih = b_hh = None
+        if bias:
+            b_ih = rng.uniform(-bias_scale, bias_scale, num_gates * h).astype(dt)
+            b_hh = rng.uniform(-bias_scale, bias_scale, num_gates * h).astype(dt)
+        return RecurrentWeights(w_ih.astype(dt), w_hh.astype(dt), b_ih, b_hh, radius)
+
+    return draw_weights()
+
+
+class PaddedSequences(NamedTuple):
+    """A padded batch drawn by :func:`padded_sequences`.
+
+    Attributes
+    ----------
+    x : ndarray
+        ``(T, N, D)``, or ``(N, T, D)`` when ``batch_first``. Steps ``t >= lengths[n]`` hold
+        junk.
+    lengths : ndarray of int64, (N,)
+        Valid length of each sequence, ``0 <= lengths[n] <= T``.
+    batch_first : bool
+    """
+
+    x: np.ndarray
+    lengths: np.ndarray
+    batch_first: bool
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Boolean mask, True at valid steps: ``(T, N)``, or ``(N, T)`` when batch_first."""
+        t_axis = 1 if self.batch_first else 0
+        steps = np.arange(self.x.shape[t_axis])
+        mask_nt = steps[None, :] < self.lengths[:, None]  # (N, T)
+        return mask_nt if self.batch_first else mask_nt.T
+
+
+def padded_sequences(max_batch: int = 4, max_time: int = 6, input_size: Any = 3, *,
+                     min_batch: int = 1, min_time: int = 1, min_length: int = 0,
+                     batch_first: bool = False, enforce_sorted: bool = False,
+                     min_value: float = -1.0, max_value: float = 1.0,
+                     junk: float | str = 1e6, dtype: Any = np.float64) -> SearchStrategy:
+    """Padded batches of variable-length sequences whose padding holds junk.
+
+    Parameters
+    ----------
+    max_batch, min_batch : int
+        Range of the batch size N.
+    max_time, min_time : int
+        Range of the padded length T.
+    input_size : int or strategy of int
+        D.
+    min_length : int
+        Smallest valid length (default 0: empty sequences are included). At most
+        ``min_time``.
+    batch_first : bool
+        ``x`` is ``(N, T, D)`` instead of ``(T, N, D)``.
+    enforce_sorted : bool
+        Lengths in decreasing order (what a packed-sequence routine may require).
+    min_value, max_value : float
+        Bounds of the valid entries.
+    junk : float or 'nan'
+        Padded entries are uniform in ``[-junk, junk]`` (default 1e6: reading them saturates
+        every activation and changes results visibly), or NaN with ``'nan'`` (which poisons
+        anything that touches them, even ``0 * x``).
+    dtype : dtype
+        Of ``x`` (float64 by default).
+
+    Returns
+    -------
+    SearchStrategy of :class:`PaddedSequences` ``(x, lengths, batch_first)``
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(padded_sequences(max_batch=3, max_time=5, input_size=2))
+    ... def test_padding(batch):
+    ...     x, lengths, _ = batch
+    ...     assert x.shape[2] == 2 and np.all((0 <= lengths) & (lengths <= x.shape[0]))
+    ...     assert np.all(np.abs(x[batch.mask]) <= 1)  # valid steps hold real data
+    >>> test_padding()
+    """
+    if not 1 <= min_batch <= max_batch:
+        raise ValueError(f"need 1 <= min_batch <= max_batch, got {min_batch}, {max_batch}")
+    if not 1 <= min_time <= max_time:
+        raise ValueError(f"need 1 <= min_time <= max_time, got {min_time}, {max_time}")
+    if not 0 <= min_length <= min_time:
+        raise ValueError(f"need 0 <= min_length <= min_time, got {min_length}, {min_time}")
+    if isinstance(junk, str) and junk != "nan":
+        raise ValueError(f"junk must be a float or 'nan', got {junk!r}")
+    dt = np.dtype(dtype)
+    if dt.kind != "f":
+        raise TypeError(f"padded_sequences: dtype must be a float dtype, got {dt}")
+    elems = _elements(dt, min_value, max_value, 0.0)
+    sizes = _as_strategy(input_size)
+
+    @st.composite
+    def draw_batch(draw: Callable) -> PaddedSequences:
+        n = draw(st.integers(min_batch, max_batch))
+        t = draw(st.integers(min_time, max_time))
+        d = draw(sizes)
+        lengths = np.array(draw(st.lists(st.integers(min_length, t), min_size=n,
+                                         max_size=n)), dtype=np.int64)
+        if enforce_sorted:
+            lengths = np.sort(lengths)[::-1].copy()
+        x = draw(hnp.arrays(dt, (t, n, d), elements=elems))  # (T, N, D)
+        pad = np.arange(t)[:, None] >= lengths[None, :]  # (T, N)
+        if pad.any():
+            rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+            if junk == "nan":
+                x[pad] = np.nan
+            else:
+                scale = float(junk)
+                x[pad] = rng.uniform(-scale, scale, size=(int(pad.sum()), d)).astype(dt)
+        if batch_first:
+            x = np.ascontiguousarray(x.transpose(1, 0, 2))  # (N, T, D)
+        return PaddedSequences(x, lengths, batch_first)
+
+    return draw_batch()
+
+
+def token_ids(vocab_size: int, shape: _Shape = None, *, min_dims: int = 1, max_dims: int = 2,
+              min_side: int = 1, max_side: int = 5, allow_invalid: bool = False,
+              require_invalid: bool = False, dtype: Any = np.int64) -> SearchStrategy:
+    """Integer token ids for an embedding or a loss.
+
+    Parameters
+    ----------
+    vocab_size : int
+        V; valid ids are ``0 .. V-1``.
+    shape, min_dims, max_dims, min_side, max_side
+        As in :func:`arrays`.
+    allow_invalid : bool
+        Ids may also be negative or ``>= V`` (for testing that invalid ids are refused).
+    require_invalid : bool
+        Every draw holds at least one invalid id (implies ``allow_invalid``; needs
+        non-empty arrays).
+    dtype : integer dtype
+
+    Examples
+    --------
+    >>> from hypothesis import given
+    >>> @given(token_ids(7, (2, 3)))
+    ... def test_ids(ids):
+    ...     assert ids.shape == (2, 3) and ids.min() >= 0 and ids.max() < 7
+    >>> test_ids()
+    """
+    if vocab_size < 1:
+        raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
+    dt = np.dtype(dtype)
+    if dt.kind not in "iu":
+        raise TypeError(f"token_ids: dtype must be an integer dtype, got {dt}")
+    valid = st.integers(0, vocab_size - 1)
+    too_big = st.integers(vocab_size, 2 * vocab_size + 2)
+    if dt.kind == "u":
+        invalid = too_big
+    else:
+        invalid = st.one_of(st.integers(-vocab_size - 2, -1), too_big)
+    allow_invalid = allow_invalid or require_invalid
+    elements = st.one_of(valid, invalid) if allow_invalid else valid
+    shapes = _shape_strategy(shape, min_dims, max_dims, max(min_side, int(require_invalid)),
+                             max_side)
+    base = hnp.arrays(dt, shapes, elements=elements)
+    if not require_invalid:
+        return base
+
+    @st.composite
+    def with_invalid(draw: Callable) -> np.ndarray:
+        ids = draw(base)
+        hypothesis.assume(ids.size > 0)
+        if not np.any((ids < 0) | (ids >= vocab_size)):
+            pos = draw(st.integers(0, ids.size - 1))
+            ids.reshape(-1)[pos] = draw(invalid)
+        return ids
+
+    return with_invalid()
+
+
+# ============================================================================= checkers
+@dataclass(frozen=True)
+class CheckOptions:
+    """Settings shared by the checkers.
+
+    Attributes
+    ----------
+    eps, atol, rtol : float
+        Passed to the gradient check (central differences; an entry passes when
+        ``|analytic - numeric| <= atol + rtol |numeric|``).
+    mode : {'auto', 'full', 'directional'}
+        ``'auto'``: full Jacobian when the checked inputs and the outputs each have at most
+        ``max_full_size`` elements in total, else ``n_directions`` random directions.
+    max_full_size : int
+    n_directions : int
+    seed : int
+        Seed of the random upstream gradients and directions (every check is reproducible).
+    check_determinism : bool
+        Run forward and backward twice and require equal results (relative difference at
+        most 1e-12 of the largest magnitude).
+    raise_exception : bool
+        Raise :class:`CheckFailure` when a check fails (default), else return the report.
+    """
+
+    eps: float = 1e-6
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    mode: str = "auto"
+    max_full_size: int = 64
+    n_directions: int = 8
+    seed: int = 0
+    check_determinism: bool = True
+    raise_exception: bool = True
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("auto", "full", "directional"):
+            raise ValueError(f"mode must be 'auto', 'full' or 'directional', got {self.mode!r}")
+
+
+@dataclass
+class CheckResult:
+    """One named check: passed or not, and why."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class CheckReport:
+    """What a checker found: one :class:`CheckResult` per contract item, and the gradient
+    check's own :class:`~tinygrad_rnn.GradcheckReport` (None when it could not run)."""
+
+    target: str
+    results: list = field(default_factory=list)
+    gradcheck: GradcheckReport | None = None
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failures(self) -> list:
+        return [r for r in self.results if not r.passed]
+
+    def __getitem__(self, name: str) -> CheckResult:
+        for r in self.results:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        lines = [f"{self.target}: {'passed' if self.passed else 'FAILED'}"]
+        for r in self.results:
+            mark = "ok  " if r.passed else "FAIL"
+            lines.append(f"  [{mark}] {r.name}" + (f": {r.detail}" if r.detail else ""))
+        return "\n".join(lines)
+
+
+class CheckFailure(AssertionError):
+    """Raised by the checkers; the message lists every failed check, ``.report`` has all."""
+
+    def __init__(self, report: CheckReport) -> None:
+        failed = report.failures
+        body = "\n".join(f"  - {r.name}: {r.detail}" for r in failed)
+        super().__init__(f"{report.target} failed {len(failed)} of {len(report.results)} "
+                         f"checks:\n{body}\n\nFull report:\n{report}")
+        self.report = report
+
+
+# names of the contract items, in the order they are reported
+FORWARD = "forward runs"
+OUTPUT_DTYPE = "output dtype"
+BACKWARD = "backward runs"
+GRAD_SHAPE = "gradient shape"
+GRAD_DTYPE = "gradient dtype"
+INPUTS_UNCHANGED = "inputs not mutated"
+UPSTREAM_UNCHANGED = "upstream gradient not mutated"
+ZERO_UPSTREAM = "zero upstream gives zero gradient"
+DETERMINISTIC = "deterministic"
+GRADCHECK = "gradcheck"
+ORIGINAL_UNCHANGED = "caller's objects untouched"
+
+_ORDER = [FORWARD, OUTPUT_DTYPE, BACKWARD, GRAD_SHAPE, GRAD_DTYPE, INPUTS_UNCHANGED,
+          UPSTREAM_UNCHANGED, ZERO_UPSTREAM, DETERMINISTIC, GRADCHECK, ORIGINAL_UNCHANGED]
+
+
+def _host(a: Any) -> np.ndarray:
+    a = a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
+    return np.array(a, copy=True)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+
+
+@dataclass
+class _Run:
+    """One forward + backward with given upstream gradients, and what went wrong in it."""
+
+    outputs: list = field(default_factory=list)     # host copies of the float outputs
+    upstream: list = field(default_factory=list)    # the upstream gradients, as given
+    grads: dict = field(default_factory=dict)       # checked arg index -> host gradient
+    problems: dict = field(default_factory=dict)    # check name -> list of details
+    completed: bool = False
+
+    def fail(self, name: str, detail: str) -> None:
+        self.problems.setdefault(name, []).append(detail)
+
+
+def _classify_backward_error(exc: BaseException) -> str:
+    """Which contract item an exception raised during backward points to."""
+    text = str(exc)
+    if "read-only" in text:
+        return UPSTREAM_UNCHANGED
+    if "sum_to_shape" in text or "gradient of shape" in text or "gradients for" in text:
+        return GRAD_SHAPE
+    if "gradient for input" in text and "dtype" in text:
+        return GRAD_DTYPE
+    return BACKWARD
+
+
+def _check_upstream(run: _Run, given: list, copies: list) -> None:
+    for i, (g, c) in enumerate(zip(given, copies)):
+        if not _same(_host(g), c):
+            run.fail(UPSTREAM_UNCHANGED,
+                     f"backward wrote into the upstream gradient of output {i} (it must treat "
+                     f"grad_out as read-only: it may be shared with other ops)")
+
+
+def _check_inputs(run: _Run, arrays: dict, snaps: dict, labels: dict, when: str) -> None:
+    for k, snap in snaps.items():
+        if not _same(_host(arrays[k]), snap):
+            run.fail(INPUTS_UNCHANGED, f"{labels.get(k, f'input {k}')} was modified in place "
+                                       f"during {when}")
+
+
+def _check_output_dtypes(run: _Run, dtypes: list) -> None:
+    for i, dt in enumerate(dtypes):
+        if is_float_dtype(dt) and np.dtype(dt) != np.float64:
+            run.fail(OUTPUT_DTYPE, f"output {i} has dtype {dt} although every checked input "
+                                   f"is float64 (no silent downcasts)")
+
+
+# ----------------------------------------------------------------------------- tensor level
+@dataclass
+class _Problem:
+    """A function of leaves: ``fn(*args)`` where ``make_args()`` returns fresh arguments for
+    one run (the leaves at ``diff`` reset to their original values, ``.grad`` cleared)."""
+
+    fn: Callable[..., Any]
+    make_args: Callable[[], list]
+    diff: list
+    labels: dict
+
+
+def _array_of(x: Any) -> Any:
+    if isinstance(x, Tensor):
+        return x.data
+    if isinstance(x, np.ndarray):
+        return x
+    return None
+
+
+def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
+    run = _Run()
+    args = problem.make_args()
+    arrays = {k: _array_of(a) for k, a in enumerate(args) if _array_of(a) is not None}
+    snaps = {k: _host(a) for k, a in arrays.items()}
+    try:
+        outs = [o for o in flatten_outputs(problem.fn(*args)) if is_float_dtype(o.dtype)]
+    except Exception as exc:  # noqa: BLE001 - reported, not swallowed
+        run.fail(FORWARD, _describe(exc))
+        return run
+    _check_output_dtypes(run, [o.dtype for o in outs])
+    run.outputs = [_host(o.data) for o in outs]
+    _check_inputs(run, {k: _array_of(args[k]) for k in arrays}, snaps, problem.labels,
+                  "forward")
+    gs = upstream([o.shape for o in outs])
+    run.upstream = [g.copy() for g in gs]
+    try:
+        for o, g in zip(outs, gs):
+            if o.requires_grad:
+                o.backward(g, retain_graph=True)
+    except Exception as exc:  # noqa: BLE001
+        run.fail(_classify_backward_error(exc), f"backward raised {_describe(exc)}")
+        return run
+    _check_upstream(run, gs, run.upstream)
+    _check_inputs(run, {k: _array_of(args[k]) for k in arrays}, snaps, problem.labels,
+                  "backward")
+    for k in problem.diff:
+        leaf = args[k]
+        g = leaf.grad
+        label = problem.labels.get(k, f"input {k}")
+        if g is None:
+            run.grads[k] = np.zeros(leaf.shape)
+            continue
+        if tuple(g.shape) != leaf.shape:
+            run.fail(GRAD_SHAPE, f"{label}: gradient shape {tuple(g.shape)} != {leaf.shape}")
+        if g.dtype != leaf.dtype:
+            run.fail(GRAD_DTYPE, f"{label}: gradient dtype {g.dtype} != {leaf.dtype}")
+        run.grads[k] = _host(g)
+    run.completed = True
+    return run
+
+
+# ----------------------------------------------------------------------------- raw op level
+def _raw_inputs(inputs: Sequence[Any]) -> tuple[list, list]:
+    """Arrays exactly as ``Function.apply`` would hand them to ``forward``, and which of them
+    need a gradient."""
+    fdt = result_float_dtype(*(x.dtype for x in inputs if isinstance(x, Tensor)))
+    arrays, needs = [], []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            arrays.append(x.data)
+            needs.append(x.requires_grad)
+        elif isinstance(x, (bool, int, float, np.generic)):
+            arrays.append(np.asarray(x, dtype=fdt))
+            needs.append(False)
+        else:
+            arrays.append(np.asarray(x))
+            needs.append(False)
+    return arrays, needs
+
+
+def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
+             upstream: Callable[[list], list]) -> _Run:
+    run = _Run()
+    originals, needs = _raw_inputs(inputs)
+    arrays = [np.array(a, copy=True) for a in originals]
+    snaps = {k: a.copy() for k, a in enumerate(arrays)}
+    ctx = Context(op)
+    ctx.needs_input_grad = tuple(needs)
+    try:
+        raw = op.forward(ctx, *arrays, **constants)
+    except Exception as exc:  # noqa: BLE001
+        run.fail(FORWARD, _describe(exc))
+        return run
+    outs = list(raw) if isinstance(raw, tuple) else [raw]
+    for i, o in enumerate(outs):
+        if not isinstance(o, np.ndarray):
+            run.fail(FORWARD, f"{op.__name__}.forward returned {type(o).__name__} as output "
+                              f"{i}; it must return arrays")
+            return run
+    float_idx = [i for i, o in enumerate(outs) if is_float_dtype(o.dtype)]
+    _check_output_dtypes(run, [outs[i].dtype for i in float_idx])
+    run.outputs = [o.copy() for o in (outs[i] for i in float_idx)]
+    _check_inputs(run, dict(enumerate(arrays)), snaps, labels, "forward")
+    gs_float = upstream([outs[i].shape for i in float_idx])
+    run.upstream = [g.copy() for g in gs_float]
+    gs = [np.zeros(o.shape, dtype=o.dtype) for o in outs]  # what the engine sends unused ones
+    for i, g in zip(float_idx, gs_float):
+        gs[i] = g
+    try:
+        grads = op.backward(ctx, *gs)
+    except Exception as exc:  # noqa: BLE001
+        run.fail(_classify_backward_error(exc), f"backward raised {_describe(exc)}")
+        return run
+    _check_upstream(run, gs_float, run.upstream)
+    _check_inputs(run, dict(enumerate(arrays)), snaps, labels, "backward")
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    if len(grads) != len(arrays):
+        run.fail(GRAD_SHAPE, f"{op.__name__}.backward returned {len(grads)} gradients for "
+                             f"{len(arrays)} inputs")
+        return run
+    for k, need in enumerate(needs):
+        if not need:
+            continue
+        g, label = grads[k], labels.get(k, f"input {k}")
+        if g is None:
+            run.grads[k] = np.zeros(arrays[k].shape)
+            continue
+        if not isinstance(g, np.ndarray):
+            g = np.asarray(g)
+        if g.dtype != arrays[k].dtype:
+            run.fail(GRAD_DTYPE, f"{label}: {op.__name__}.backward returned a {g.dtype} "
+                                 f"gradient for a {arrays[k].dtype} input")
+        try:
+            g = sum_to_shape(g, arrays[k].shape)  # the engine allows broadcast-shaped grads
+        except ValueError:
+            run.fail(GRAD_SHAPE, f"{label}: {op.__name__}.backward returned a gradient of "
+                                 f"shape {g.shape}, which is neither the input's shape "
+                                 f"{arrays[k].shape} nor broadcast from it")
+            continue
+        run.grads[k] = np.array(g, dtype=np.float64, copy=True)
+    run.completed = True
+    return run
+
+
+# ----------------------------------------------------------------------------- orchestration
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal up to 1e-12 of the largest magnitude (determinism, allowing for BLAS paths)."""
+    if a.shape != b.shape:
+        return False
+    if a.size == 0:
+        return True
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    if not np.array_equal(nan_a, nan_b):
+        return False
+    a, b = np.where(nan_a, 0, a), np.where(nan_b, 0, b)
+    scale = max(1.0, float(np.max(np.abs(a))))
+    return float(np.max(np.abs(a - b))) <= 1e-12 * scale
+
+
+def _compare_runs(first: _Run, second: _Run, labels: dict) -> list:
+    problems = []
+    if len(first.outputs) != len(second.outputs):
+        return ["the number of outputs changed between two identical calls"]
+    for i, (a, b) in enumerate(zip(first.outputs, second.outputs)):
+        if not _close(a, b):
+            problems.append(f"output {i} differs between two identical forward calls "
+                            f"(randomness such as dropout? seed it, or call .eval())")
+    for k, a in first.grads.items():
+        b = second.grads.get(k)
+        if b is None or not _close(a, b):
+            problems.append(f"the gradient of {labels.get(k, f'input {k}')} differs between "
+                            f"two identical backward calls")
+    return problems
+
+
+def _record_runs(report: CheckReport, runs: list, names: list, completed: bool) -> None:
+    """One result per contract item; when the first run stopped early (forward or backward
+    raised), the items it never reached are left out rather than reported as passed."""
+    for name in names:
+        details = list(dict.fromkeys(d for run in runs for d in run.problems.get(name, [])))
+        if details:
+            report.results.append(CheckResult(name, False, "; ".join(details)))
+        elif completed or name == FORWARD:
+            report.results.append(CheckResult(name, True))
+
+
+def _run_contract(report: CheckReport, runner: Callable[[Callable], _Run], labels: dict,
+                  opts: CheckOptions) -> _Run | None:
+    """Forward/backward three times (random upstream, zero upstream, the random one again)
+    and record the contract items. Returns the first run, or None when it did not complete."""
+    rng = np.random.default_rng(opts.seed)
+    first = runner(lambda shapes: [rng.standard_normal(s) for s in shapes])
+    runs = [first]
+    second = None
+    if first.completed:
+        zero = runner(lambda shapes: [np.zeros(s) for s in shapes])
+        runs.append(zero)
+        if zero.completed:
+            for k, g in zero.grads.items():
+                if not np.all(g == 0):
+                    what = "has NaN" if np.isnan(g).any() else f"max |g| {np.abs(g).max():.3g}"
+                    zero.fail(ZERO_UPSTREAM,
+                              f"{labels.get(k, f'input {k}')}: gradient {what} for an "
+                              f"all-zero upstream gradient (a VJP must be linear in grad_out)")
+        if opts.check_determinism:
+
+            def same_upstream(shapes: list) -> list:
+                if [tuple(s) for s in shapes] != [g.shape for g in first.upstream]:
+                    return [np.zeros(s) for s in shapes]  # shapes changed: reported below
+                return [g.copy() for g in first.upstream]
+
+            second = runner(same_upstream)
+            runs.append(second)
+    _record_runs(report, runs, _ORDER[:8], first.completed)
+    if second is not None:
+        problems = _compare_runs(first, second, labels) if second.completed else \
+            ["the second identical call did not complete"]
+        report.results.append(CheckResult(DETERMINISTIC, not problems, "; ".join(problems)))
+    return first if first.completed else None
+
+
+def _choose_mode(opts: CheckOptions, n_in: int, n_out: int) -> str:
+    if opts.mode != "auto":
+        return opts.mode
+    small = n_in <= opts.max_full_size and n_out <= opts.max_full_size
+    return "full" if small else "directional"
+
+
+def _run_gradcheck(report: CheckReport, fn: Callable, args: list, diff: list, labels: dict,
+                   opts: CheckOptions, n_out: int) -> None:
+    n_in = sum(args[k].size for k in diff)
+    mode = _choose_mode(opts, n_in, n_out)
+    name = f"{GRADCHECK} ({mode})"
+    try:
+        result = check_leaves(fn, args, diff, labels, eps=opts.eps, atol=opts.atol,
+                              rtol=opts.rtol, mode=mode, n_directions=opts.n_directions,
+                              seed=opts.seed, raise_exception=False)
+    except Exception as exc:  # noqa: BLE001
+        report.results.append(CheckResult(name, False, f"raised {_describe(exc)}"))
+        return
+    report.gradcheck = result
+    if result.passed:
+        detail = (f"{result.entries} {'entries' if mode == 'full' else 'directions'}, "
+                  f"max abs error {result.max_abs_error:.2g}")
+        report.results.append(CheckResult(name, True, detail))
+        return
+    where = (f"{result.label}, element {result.element}, output {result.output_index}"
+             if mode == "full" else f"direction {result.direction}, traced to {result.label}")
+    report.results.append(CheckResult(
+        name, False,
+        f"wrong gradient at {where}: analytic {result.analytic:.10g}, numeric "
+        f"{result.numeric:.10g}, abs error {result.abs_error:.3g}, rel error "
+        f"{result.rel_error:.3g} (atol {opts.atol:g}, rtol {opts.rtol:g})"))
+
+
+def _finish(report: CheckReport, opts: CheckOptions) -> CheckReport:
+    if not report.passed and opts.raise_exception:
+        raise CheckFailure(report)
+    return report
+
+
+def _name_of(obj: Any) -> str:
+    return getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or \
+        type(obj).__name__
+
+
+def _copy_arg(x: Any) -> Any:
+    """A fresh copy of a Tensor (keeping requires_grad) or array; anything else as is."""
+    if isinstance(x, Tensor):
+        return Tensor(np.array(x.data, copy=True, order="C"), requires_grad=x.requires_grad)
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    return x
+
+
+def _refuse_low_precision(inputs: Sequence[Any], what: str) -> list:
+    diff = []
+    for k, x in enumerate(inputs):
+        if isinstance(x, Tensor) and x.requires_grad:
+            if x.dtype != np.float64:
+                raise TypeError(
+                    f"{what}: input {k} has dtype {x.dtype}; gradient checks need float64 "
+                    f"(finite differences in float32 are swamped by round-off; see "
+                    f"docs/gradcheck.md). Pass x.double(), and test float32 code by comparing "
+                    f"it with the float64 result."
+                )
+            diff.append(k)
+    if not diff:
+        raise ValueError(f"{what}: no input requires a gradient (nothing to check)")
+    return diff
+
+
+def _snapshot_caller(objs: Sequence[Any]) -> list:
+    return [(x, _host(x.data), x.grad, None if x.grad is None else _host(x.grad))
+            for x in objs if isinstance(x, Tensor)]
+
+
+def _caller_untouched(report: CheckReport, snaps: list, what: str) -> None:
+    problems = []
+    for t, data, grad_ref, grad in snaps:
+        if not _same(_host(t.data), data):
+            problems.append(f"the values of a {what} changed")
+        if t.grad is not grad_ref or (grad is not None and not _same(_host(t.grad), grad)):
+            problems.append(f"the .grad of a {what} changed")
+    report.results.append(CheckResult(ORIGINAL_UNCHANGED, not problems,
+                                      "; ".join(dict.fromkeys(problems))))
+
+
+# ----------------------------------------------------------------------------- public checkers
+def check_function(fn: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+                   rtol: float = 1e-3, mode: str = "auto", max_full_size: int = 64,
+                   n_directions: int = 8, seed: int = 0, check_determinism: bool = True,
+                   raise_exception: bool = True) -> CheckReport:
+    """Check the gradients of ``fn(*inputs)`` the way every built-in op is checked.
+
+    Runs, on copies of the inputs:
+
+    1. forward and backward with a random upstream gradient: the forward must return
+       Tensors, floating-point outputs must stay float64; backward must run; every
+       gradient has its input's shape and dtype; neither the inputs nor the upstream
+       gradients are modified in place;
+    2. backward with an all-zero upstream gradient: every gradient must be exactly zero
+       (a VJP is linear in ``grad_out``);
+    3. the first run again: outputs and gradients must be equal (determinism);
+    4. a float64 :func:`~tinygrad_rnn.gradcheck`: ``'full'`` when the inputs and outputs
+       are small (``max_full_size`` elements each), else ``'directional'``.
+
+    Parameters
+    ----------
+    fn : callable
+        Takes the inputs, returns a Tensor or a (nested) tuple of Tensors.
+    *inputs
+        Tensors with ``requires_grad=True`` are differentiated and must be float64; all other
+        arguments (integer tensors, arrays, numbers) are passed through as constants.
+    eps, atol, rtol, mode, max_full_size, n_directions, seed, check_determinism
+        See :class:`CheckOptions`.
+    raise_exception : bool
+        Raise :class:`CheckFailure` (an ``AssertionError``) naming every failed check
+        (default); otherwise return the report.
+
+    Returns
+    -------
+    CheckReport
+        ``report.passed``, ``report.failures``, ``report['gradient dtype']``, and the
+        gradient check's report in ``report.gradcheck``.
+
+    Raises
+    ------
+    CheckFailure
+        When a check fails and ``raise_exception`` is True.
+    TypeError
+        When a differentiated input is not float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tinygrad_rnn as tr
+    >>> w = tr.Tensor(np.array([[0.5, -0.3], [0.2, 0.8]]), requires_grad=True)
+    >>> h = tr.Tensor(np.array([[0.1, -0.4]]), requires_grad=True)
+    >>> report = check_function(lambda w, h: (h @ w.T).tanh(), w, h)
+    >>> report.passed, report.gradcheck.mode
+    (True, 'full')
+    """
+    opts = CheckOptions(eps=eps, atol=atol, rtol=rtol, mode=mode, max_full_size=max_full_size,
+                        n_directions=n_directions, seed=seed,
+                        check_determinism=check_determinism, raise_exception=raise_exception)
+    target = f"check_function({_name_of(fn)})"
+    diff = _refuse_low_precision(inputs, "check_function")
+    caller = _snapshot_caller(inputs)
+    labels = {k: f"input {k}" for k in range(len(inputs))}
+    problem = _Problem(fn, lambda: [_copy_arg(x) for x in inputs], diff, labels)
+    report = CheckReport(target)
+    first = _run_contract(report, lambda up: _tensor_run(problem, up), labels, opts)
+    if first is not None:
+        _run_gradcheck(report, fn, problem.make_args(), diff, labels, opts,
+                       sum(o.size for o in first.outputs))
+    _caller_untouched(report, caller, "caller's input")
+    return _finish(report, opts)
+
+
+def check_op(op: type, *inputs: Any, options: CheckOptions | None = None,
+             **constants: Any) -> CheckReport:
+    """Check a :class:`~tinygrad_rnn.Function` subclass: its raw VJP contract and gradients.
+
+    The contract of :func:`check_function` is checked on the raw arrays, calling
+    ``op.forward`` and ``op.backward`` directly: backward must return one gradient (or
+    ``None``) per input, of the input's dtype, and of the input's shape or a shape the input
+    broadcasts to (the engine's ``sum_to_shape`` reduces those); it must not write into
+    ``grad_out`` or the inputs; a zero ``grad_out`` gives zero gradients; two runs agree.
+    Then ``op.apply(*inputs, **constants)`` is gradient-checked in float64.
+
+    Parameters
+    ----------
+    op : type
+        The Function subclass.
+    *inputs
+        The op's tensor inputs, as for ``op.apply``; those with ``requires_grad=True`` are
+        differentiated and must be float64.
+    options : CheckOptions, optional
+        Tolerances, mode, seed, ``raise_exception`` (kept apart from ``**constants`` so that
+        an op may have a constant named ``eps``).
+    **constants
+        Keyword constants of ``op.forward`` (``axis=-1``, ...).
+
+    Returns
+    -------
+    CheckReport
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tinygrad_rnn as tr
+    >>> x = tr.Tensor(np.array([[0.3, -1.0, 2.0]]), requires_grad=True)
+    >>> check_op(tr.ops.Softmax, x, axis=-1, mask=None).passed
+    True
+    """
+    opts = options if options is not None else CheckOptions()
+    if not (isinstance(op, type) and issubclass(op, Function)):
+        raise TypeError(f"check_op: expected a tinygrad_rnn.Function subclass, got {op!r}")
+    target = f"check_op({op.__name__})"
+    diff = _refuse_low_precision(inputs, "check_op")
+    caller = _snapshot_caller(inputs)
+    labels = {k: f"input {k}" for k in range(len(inputs))}
+    report = CheckReport(target)
+    first = _run_contract(report, lambda up: _raw_run(op, inputs, constants, labels, up),
+                          labels, opts)
+    if first is not None:
+        args = [_copy_arg(x) for x in inputs]
+        _run_gradcheck(report, lambda *xs: op.apply(*xs, **constants), args, diff, labels,
+                       opts, sum(o.size for o in first.outputs))
+    _caller_untouched(report, caller, "caller's input")
+    return _finish(report, opts)
+
+
+def _module_copy(module: Any, params: list) -> tuple[Any, list, bool]:
+    """A deep copy of ``module`` with float64 copies of its parameters, and whether a copy
+    was possible; falls back to the module itself when its parameters are float64."""
+    try:
+        clone = copy.deepcopy(module)
+        cparams = [p for _, p in clone.named_parameters()]
+        shared = len(cparams) != len(params) or any(
+            c is p or np.shares_memory(_array_of(c), _array_of(p))
+            for c, p in zip(cparams, params))
+        if shared:
+            raise TypeError("deepcopy shares parameters with the original")
+    except Exception as exc:  # noqa: BLE001
+        if all(p.dtype == np.float64 for p in params):
+            return module, params, False
+        raise TypeError(
+            f"check_module: cannot deep-copy {type(module).__name__} ({_describe(exc)}) to "
+            f"check it on float64 copies of its parameters; make its parameters float64 "
+            f"yourself, then it is checked in place (values and .grad are restored)."
+        ) from exc
+    for c in cparams:
+        if is_float_dtype(c.dtype):
+            c.data = np.array(c.data, dtype=np.float64, order="C", copy=True)
+    return clone, cparams, True
+
+
+def check_module(module: Any, *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+                 rtol: float = 1e-3, mode: str = "auto", max_full_size: int = 64,
+                 n_directions: int = 8, seed: int = 0, check_determinism: bool = True,
+                 raise_exception: bool = True) -> CheckReport:
+    """Check the gradients of a module with respect to its inputs and every parameter.
+
+    ``module`` is anything callable as ``module(*inputs)`` with a ``named_parameters()``
+    method returning ``(name, Tensor)`` pairs (a :class:`tinygrad_rnn.nn.Module`, or your
+    own class). The module is deep-copied and the copy's floating-point parameters are
+    converted to float64, so a float32 model can be checked and the original is never
+    touched (values, dtypes and ``.grad`` stay as they were). When the module cannot be
+    deep-copied, its parameters must already be float64: it is then checked in place and
+    every value and ``.grad`` is restored afterwards. Float buffers that are not parameters
+    are not converted: keep them float64 or non-float.
+
+    The checks are those of :func:`check_function`, with every parameter that requires a
+    gradient treated as an extra input (named ``parameter 'name'`` in messages). Dropout
+    or other randomness must be off (``module.eval()``) or seeded inside ``forward``,
+    otherwise the determinism check fails.
+
+    Parameters
+    ----------
+    module : module-like
+    *inputs
+        Passed to ``module``; Tensors with ``requires_grad=True`` are also checked and must
+        be float64, everything else is passed through.
+    eps, atol, rtol, mode, max_full_size, n_directions, seed, check_determinism,
+    raise_exception
+        As in :func:`check_function`.
+
+    Returns
+    -------
+    CheckReport
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tinygrad_rnn as tr
+    >>> class Affine:
+    ...     def __init__(self):
+    ...         self.weight = tr.Tensor(np.array([[1.0, 2.0], [0.5, -1.0]], np.float32),
+    ...                                 requires_grad=True)
+    ...     def named_parameters(self):
+    ...         return [("weight", self.weight)]
+    ...     def __call__(self, x):
+    ...         return (x @ self.weight.T).tanh()
+    >>> m = Affine()
+    >>> x = tr.Tensor(np.array([[0.2, -0.1]]))  # a constant input
+    >>> check_module(m, x).passed, m.weight.dtype  # checked in float64, original untouched
+    (True, dtype('float32'))
+    """
+    opts = CheckOptions(eps=eps, atol=atol, rtol=rtol, mode=mode, max_full_size=max_full_size,
+                        n_directions=n_directions, seed=seed,
+                        check_determinism=check_determinism, raise_exception=raise_exception)
+    named = []
+    seen: set = set()
+    for pair in module.named_parameters():
+        name, p = pair
+        if not isinstance(p, Tensor):
+            raise TypeError(f"check_module: named_parameters() gave {type(p).__name__} for "
+                            f"{name!r}; expected (name, Tensor) pairs")
+        if id(p) not in seen:
+            seen.add(id(p))
+            named.append((name, p))
+    target = f"check_module({type(module).__name__})"
+    input_diff = [k for k, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if input_diff:
+        _refuse_low_precision(inputs, "check_module")
+    originals = [p for _, p in named]
+    caller = _snapshot_caller(list(inputs) + originals)
+    clone, cparams, copied = _module_copy(module, originals)
+
+    n_in = len(inputs)
+    labels = {k: f"input {k}" for k in range(n_in)}
+    diff = list(input_diff)
+    for j, (name, p) in enumerate(named):
+        if cparams[j].requires_grad and is_float_dtype(cparams[j].dtype):
+            labels[n_in + j] = f"parameter {name!r}"
+            diff.append(n_in + j)
+    if not diff:
+        raise ValueError("check_module: neither an input nor a parameter requires a gradient")
+    start = [np.array(c.data, copy=True) for c in cparams]
+    saved_grads = [c.grad for c in cparams]
+
+    def make_args() -> list:
+        for c, s in zip(cparams, start):
+            c.data[...] = s  # in place: the module keeps seeing the same arrays
+            c.grad = None
+        return [_copy_arg(x) for x in inputs] + list(cparams)
+
+    def fn(*args: Any) -> Any:
+        return clone(*args[:n_in])
+
+    report = CheckReport(target)
+    problem = _Problem(fn, make_args, diff, labels)
+    try:
+        first = _run_contract(report, lambda up: _tensor_run(problem, up), labels, opts)
+        if first is not None:
+            _run_gradcheck(report, fn, make_args(), diff, labels, opts,
+                           sum(o.size for o in first.outputs))
+    finally:
+        if not copied:  # checked in place: restore values and gradients
+            for c, s, g in zip(cparams, start, saved_grads):
+                c.data[...] = s
+                c.grad = g
+    _caller_untouched(report, caller, "caller's input or module parameter")
+    return _finish(report, opts)
+
+
+def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: Any, *,
+                   at: str = "output", n_vectors: int = 4, seed: int = 0, atol: float = 1e-10,
+                   rtol: float = 1e-8, check_numeric: bool = True, eps: float = 1e-6,
+                   numeric_atol: float = 1e-5, numeric_rtol: float = 1e-3,
+                   raise_exception: bool = True) -> CheckReport:
+    """Check a hand-written Jacobian against a backward pass: ``backward(g) == J^T g``.
+
+    Parameters
+    ----------
+    fn_or_op : Function subclass or callable
+        ``y = fn_or_op.apply(x)`` or ``y = fn_or_op(x)``, one Tensor in, one Tensor out.
+    jacobian_fn : callable
+        Returns the Jacobian as an array, either the full ``y.shape + x.shape`` array
+        (``J[i..., j...] = dy_i / dx_j``) or, for a map acting on the last axis independently
+        per row (softmax, elementwise ops), the batched ``(..., n_out, n_in)`` form of
+        :mod:`tinygrad_rnn.jacobians`.
+    x : Tensor or ndarray
+        The point; float64.
+    at : {'output', 'input'}
+        Call ``jacobian_fn(y)`` (the convention of :mod:`tinygrad_rnn.jacobians`, whose
+        Jacobians are written in the op's output) or ``jacobian_fn(x)``.
+    n_vectors : int
+        Number of random upstream gradients g (and directions u).
+    atol, rtol : float
+        Tolerance of ``backward(g)`` against ``J^T g``: both are exact formulas, so only
+        round-off separates them.
+    check_numeric : bool
+        Also compare ``J u`` with the central difference ``(f(x + eps u) - f(x - eps u)) /
+        (2 eps)`` (tolerances ``numeric_atol``, ``numeric_rtol``): a Jacobian and a backward
+        that are wrong in the same way still fail.
+    raise_exception : bool
+
+    Returns
+    -------
+    CheckReport
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tinygrad_rnn as tr
+    >>> x = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]])
+    >>> check_jacobian(tr.ops.Tanh, tr.jacobians.tanh, x).passed
+    True
+    """
+    if at not in ("output", "input"):
+        raise ValueError(f"check_jacobian: at must be 'output' or 'input', got {at!r}")
+    x_arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    if x_arr.dtype != np.float64:
+        raise TypeError(f"check_jacobian: x has dtype {x_arr.dtype}; use float64 (round-off "
+                        f"in lower precision would hide or fake a mismatch)")
+    if isinstance(fn_or_op, type) and issubclass(fn_or_op, Function):
+        fn = fn_or_op.apply
+    else:
+        fn = fn_or_op
+    report = CheckReport(f"check_jacobian({_name_of(fn_or_op)}, {_name_of(jacobian_fn)})")
+    opts = CheckOptions(raise_exception=raise_exception)
+    leaf = Tensor(np.array(x_arr, copy=True), requires_grad=True)
+    y = fn(leaf)
+    if not isinstance(y, Tensor):
+        raise TypeError(f"check_jacobian: fn must return one Tensor, got {type(y).__name__}")
+    y_arr = _host(y.data)
+    point = np.array(y_arr if at == "output" else x_arr, copy=True)
+    jac = np.asarray(jacobian_fn(point), dtype=np.float64)
+    xs, ys = tuple(x_arr.shape), tuple(y_arr.shape)
+    if jac.shape == ys + xs:
+        form = "full"
+    elif x_arr.ndim >= 1 and y_arr.ndim >= 1 and xs[:-1] == ys[:-1] and \
+            jac.shape == ys + (xs[-1],):
+        form = "batched"
+    else:
+        report.results.append(CheckResult(
+            "jacobian shape", False,
+            f"got {jac.shape}; expected y.shape + x.shape = {ys + xs}" +
+            (f" or the batched {ys + (xs[-1],)}" if x_arr.ndim and y_arr.ndim else "")))
+        return _finish(report, opts)
+    report.results.append(CheckResult("jacobian shape", True, f"{form} form {jac.shape}"))
+
+    def jt_g(g: np.ndarray) -> np.ndarray:
+        if form == "full":
+            return np.tensordot(g, jac, axes=(list(range(g.ndim)), list(range(g.ndim))))
+        return np.einsum("...i,...ij->...j", g, jac)
+
+    def j_u(u: np.ndarray) -> np.ndarray:
+        if form == "full":
+            return np.tensordot(jac, u, axes=(list(range(len(ys), jac.ndim)),
+                                              list(range(u.ndim))))
+        return np.einsum("...ij,...j->...i", jac, u)
+
+    rng = np.random.default_rng(seed)
+    worst, problem = 0.0, ""
+    for _ in range(n_vectors):
+        g = rng.standard_normal(ys)
+        leaf.grad = None
+        if y.requires_grad:
+            y.backward(g.copy(), retain_graph=True)
+        got = np.zeros(xs) if leaf.grad is None else _host(leaf.grad)
+        want = jt_g(g)
+        err = np.abs(got - want)
+        excess = err - (atol + rtol * np.abs(want))
+        if err.size:
+            worst = max(worst, float(err.max()))
+            if excess.max() > 0 or np.isnan(err).any():
+                i = np.unravel_index(int(np.nanargmax(excess)), xs)
+                problem = (f"backward(g) != J^T g at element {tuple(int(v) for v in i)}: "
+                           f"backward {got[i]:.12g}, J^T g {want[i]:.12g}")
+    report.results.append(CheckResult("backward(g) == J^T g", not problem,
+                                      problem or f"max abs difference {worst:.2g}"))
+    if check_numeric:
+        worst, problem = 0.0, ""
+        for _ in range(n_vectors):
+            u = rng.standard_normal(xs)
+            with no_grad():
+                plus = _host(fn(Tensor(x_arr + eps * u)).data)
+                minus = _host(fn(Tensor(x_arr - eps * u)).data)
+            numeric = (plus - minus) / (2 * eps)
+            want = j_u(u)
+            err = np.abs(want - numeric)
+            if err.size:
+                worst = max(worst, float(err.max()))
+                excess = err - (numeric_atol + numeric_rtol * np.abs(numeric))
+                if excess.max() > 0 or np.isnan(err).any():
+                    i = np.unravel_index(int(np.nanargmax(excess)), ys)
+                    problem = (f"J u != finite difference at output element "
+                               f"{tuple(int(v) for v in i)}: J u {want[i]:.10g}, numeric "
+                               f"{numeric[i]:.10g}")
+        report.results.append(CheckResult("J u == finite difference", not problem,
+                                          problem or f"max abs difference {worst:.2g}"))
+    return _finish(report, opts)
+
+
+# ============================================================================= given-style
+def gradient_property(*strategies: SearchStrategy, **check_kwargs: Any) -> Callable:
+    """Decorator: a hypothesis property test that :func:`check_function` passes.
+
+    The decorated function receives one drawn value per strategy and returns the output(s)
+    to differentiate; the decorator turns it into a zero-argument test (pytest collects it
+    like any ``test_*`` function) that, for every draw, runs
+    ``check_function(fn, *drawn, **check_kwargs)``. Stack ``@hypothesis.settings(...)`` on
+    top to change the number of examples.
+
+    Examples
+    --------
+    >>> import tinygrad_rnn as tr
+    >>> @gradient_property(tensors((3, 2), min_value=-2, max_value=2),
+    ...                    tensors((2,), min_value=-1, max_value=1))
+    ... def test_bias_tanh(x, b):
+    ...     return (x + b).tanh()  # (N, H) + (H,): the RNN bias case
+    >>> test_bias_tanh()
+    """
+    if not strategies:
+        raise TypeError("gradient_property needs at least one strategy")
+    CheckOptions(**{k: v for k, v in check_kwargs.items() if k in CheckOptions.__annotations__})
+
+    def decorate(fn: Callable) -> Callable:
+        def test(drawn: tuple) -> None:
+            check_function(fn, *drawn, **check_kwargs)
+
+        # name the test after fn (what pytest reports), but keep its own signature: no
+        # functools.wraps, whose __wrapped__ would make hypothesis see fn's parameters
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(test, attr, getattr(fn, attr, getattr(test, attr)))
+        return hypothesis.given(st.tuples(*strategies))(test)
+
+    return decorate
+
