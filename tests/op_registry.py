@@ -40,7 +40,7 @@ from tinygrad_rnn.tensor import Tensor, _Cast, _Copy
 
 __all__ = [
     "Case", "OpInfo", "REGISTRY", "BY_NAME", "graph_functions", "exported_functions",
-    "cast_case", "as_tuple",
+    "cast_case", "as_tuple", "run_forward", "run_vjp", "random_upstream",
 ]
 
 # The dtype that the ``astype`` entry casts float64 to. Finite differences are only
@@ -145,6 +145,45 @@ def cast_case(case: Case, dtype: Any) -> Case:
             value = value.astype(dtype)
         consts[key] = value
     return Case(inputs, consts)
+
+
+def _leaf(array: np.ndarray) -> Tensor:
+    """A leaf whose data is exactly ``array`` (no copy, so its layout is kept)."""
+    leaf = Tensor(np.zeros((), dtype=array.dtype), requires_grad=True)
+    leaf.data = array  # public setter: counts as a write, harmless on a fresh leaf
+    return leaf
+
+
+def run_forward(op: OpInfo, case: Case, layouts: Any = None) -> tuple:
+    """(leaves, outputs) of one forward pass, leaves built from ``case.inputs`` (or from
+    ``layouts``, views with the same values)."""
+    arrays = case.inputs if layouts is None else layouts
+    leaves = [_leaf(a) if layouts is not None else Tensor(a, requires_grad=True)
+              for a in arrays]
+    outputs = as_tuple(op.fn(*leaves, **case.consts))
+    return leaves, outputs
+
+
+def run_vjp(op: OpInfo, case: Case, upstream: list, layouts: Any = None) -> tuple:
+    """(output arrays, input gradients) for upstream gradients ``upstream`` (one per
+    output), from a fresh graph. Several outputs are backpropagated one after another
+    (the leaves accumulate), so only the op's own backward is involved."""
+    leaves, outputs = run_forward(op, case, layouts)
+    for k, (out, g) in enumerate(zip(outputs, upstream)):
+        out.backward(g, retain_graph=k < len(outputs) - 1)
+    grads = []
+    for k, leaf in enumerate(leaves):
+        assert leaf.grad is not None, f"{op.name}: input {k} received no gradient"
+        grads.append(leaf.grad)
+    return [o.data for o in outputs], grads
+
+
+def random_upstream(op: OpInfo, case: Case, seed: int) -> list:
+    """Random standard-normal upstream gradients, one per output, in the output dtype."""
+    with tr.no_grad():
+        outputs = as_tuple(op.fn(*[Tensor(a) for a in case.inputs], **case.consts))
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(o.shape).astype(o.dtype) for o in outputs]
 
 
 def _floats(lo: float, hi: float) -> st.SearchStrategy:

@@ -67,12 +67,16 @@ class GradcheckReport:
         Largest ``|analytic - numeric| / |numeric|`` over the entries whose ``|numeric|``
         exceeds ``atol`` (a relative error is meaningless for near-zero derivatives).
     input_index : int
-        Index (into ``inputs``) of the input with the worst entry; in directional mode the
-        input the failing direction was traced to (-1 when it passed).
+        Full mode: index (into ``inputs``) of the input of the worst entry, the one closest
+        to (or furthest past) its tolerance. Directional mode: the input a failing direction
+        was traced to, -1 when every direction passed.
     output_index : int
-        Index of the (flattened) output of the worst entry; -1 in directional mode.
+        Index of the output tensor (in the flattened outputs) of the worst entry; -1 in
+        directional mode.
     element : tuple
         Multi-index of the worst entry inside that input (full mode); ``()`` otherwise.
+    output_element : tuple
+        Multi-index of the worst entry inside that output (full mode); ``()`` otherwise.
     analytic, numeric : float
         The worst entry's reverse-mode and finite-difference values (in directional mode the
         two values of v^T J u for the worst direction).
@@ -97,6 +101,7 @@ class GradcheckReport:
     entries: int = 0
     direction: int = -1
     label: str = ""
+    output_element: tuple = ()
 
     @property
     def abs_error(self) -> float:
@@ -291,7 +296,8 @@ def _failure_message(r: GradcheckReport, atol: float, rtol: float, n_directions:
     if r.mode == "full":
         return (
             f"gradcheck failed (full) at {r.label}, element {r.element}, output "
-            f"{r.output_index}: d output[{r.output_index}] / d {r.label}{list(r.element)}: "
+            f"{r.output_index} element {r.output_element}: d output {r.output_index}"
+            f"{list(r.output_element)} / d {r.label}{list(r.element)}: "
             f"{values}. Max abs error over all {r.entries} entries: {r.max_abs_error:.3g}."
         )
     where = f"; traced to {r.label}" if r.label else ""
@@ -312,6 +318,7 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
     outs = _float_outputs(fn, args)
     # analytic[oi][j]: the (out.size, in.size) block of the Jacobian, by reverse mode
     analytic = []
+    analytic_shapes = [o.shape for o in outs]
     for o in outs:
         per_in = [np.zeros((o.size, args[k].size)) for k in diff]
         if o.requires_grad:
@@ -347,18 +354,21 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
                 ana = analytic[oi][j][:, e]
                 err = np.abs(ana - num)
                 worst.entries += num.size
-                worst.max_abs_error = max(worst.max_abs_error, float(np.nanmax(err)))
+                err = np.where(np.isnan(err), np.inf, err)  # a NaN never passes
+                worst.max_abs_error = max(worst.max_abs_error, float(err.max()))
                 big = np.abs(num) > atol
                 if big.any():
                     rel = err[big] / np.abs(num[big])
-                    worst.max_rel_error = max(worst.max_rel_error, float(np.nanmax(rel)))
+                    worst.max_rel_error = max(worst.max_rel_error, float(rel.max()))
                 excess = err - (atol + rtol * np.abs(num))
-                excess = np.where(np.isnan(excess), np.inf, excess)  # NaN never passes
+                excess = np.where(np.isnan(excess), np.inf, excess)
                 i = int(np.argmax(excess))
                 if excess[i] > worst_excess:
                     worst_excess = float(excess[i])
                     worst.input_index, worst.output_index = k, oi
                     worst.element = tuple(int(v) for v in idx)
+                    worst.output_element = tuple(
+                        int(v) for v in np.unravel_index(i, analytic_shapes[oi]))
                     worst.analytic, worst.numeric = float(ana[i]), float(num[i])
     worst.passed = bool(worst_excess <= 0)
     return worst
@@ -412,6 +422,8 @@ def _check_directional(fn: Callable, args: list, diff: list[int], eps: float, at
         analytic = float(sum(_vjp_dot(fn, args, diff, vs, us)))
         numeric = _directional_numeric(fn, args, diff, vs, us, eps)
         err = abs(analytic - numeric)
+        if np.isnan(err):
+            err = np.inf
         report.entries += 1
         report.max_abs_error = max(report.max_abs_error, err)
         if abs(numeric) > atol:

@@ -242,14 +242,13 @@ def rnn_forward(
 
     states = xp.empty((T + 1, N, H), dtype=dtype)
     states[slots.initial] = h0
-    w_hh_t = weight_hh.T                        # (H, H) view; BLAS reads it transposed
-    rec = xp.empty((N, H), dtype=dtype)         # recurrent GEMM output, reused every step
+    rec = xp.empty((H, N), dtype=dtype)         # recurrent GEMM output, column form
     for t in forward_order(T, reverse):
         h_prev = states[t + slots.prev_offset]
         h_t = states[t + slots.out_offset]
         a_t = pre[t]
-        xp.matmul(h_prev, w_hh_t, out=rec)
-        a_t += rec                                                   # (E1)  (N, H)
+        xp.matmul(weight_hh, h_prev.T, out=rec)                      # W_hh h_{t-1}, (H, N)
+        a_t += rec.T                                                 # (E1)  (N, H)
         if nonlinearity == "tanh":
             xp.tanh(a_t, out=h_t)                                    # (E2)
         else:

@@ -306,13 +306,14 @@ def gru_forward(
     states[slots.initial] = h0
     side = xp.empty((T, N, H), dtype=dtype)     # hn_t ('after') or rh_t ('before')
     tmp = xp.empty((N, H), dtype=dtype)
+    # recurrent GEMM outputs in column form: W h_{t-1} is (rows, N)
     if after:
-        w_hh_s_t = w_hh_s.T                      # (H, 3H)
-        rec = xp.empty((N, 3 * H), dtype=dtype)
+        rec = xp.empty((3 * H, N), dtype=dtype)
     else:
-        w_hrz_s_t = w_hh_s[:2 * H].T             # (H, 2H)
-        w_hn_t = weight_hh[2 * H:].T             # (H, H)
-        rec = xp.empty((N, 2 * H), dtype=dtype)
+        w_hrz_s = w_hh_s[:2 * H]                 # (2H, H)
+        w_hn = weight_hh[2 * H:]                 # (H, H)
+        rec = xp.empty((2 * H, N), dtype=dtype)
+        rec_n = xp.empty((H, N), dtype=dtype)
 
     for t in forward_order(T, reverse):
         h_prev = states[t + slots.prev_offset]
@@ -321,25 +322,26 @@ def gru_forward(
         rz = g_t[:, :2 * H]
         n_t = g_t[:, 2 * H:]
         if after:
-            xp.matmul(h_prev, w_hh_s_t, out=rec)
-            rz += rec[:, :2 * H]
+            xp.matmul(w_hh_s, h_prev.T, out=rec)
+            rz += rec[:2 * H].T
             xp.tanh(rz, out=rz)
             tanh_half_to_sigmoid_(rz)                                # (G1), (G2)
             hn_t = side[t]
             if b_hn is None:
-                xp.copyto(hn_t, rec[:, 2 * H:])
+                xp.copyto(hn_t, rec[2 * H:].T)
             else:
-                xp.add(rec[:, 2 * H:], b_hn, out=hn_t)               # (G3) hn_t
+                xp.add(rec[2 * H:].T, b_hn, out=hn_t)                # (G3) hn_t
             xp.multiply(rz[:, :H], hn_t, out=tmp)
+            n_t += tmp
         else:
-            xp.matmul(h_prev, w_hrz_s_t, out=rec)
-            rz += rec
+            xp.matmul(w_hrz_s, h_prev.T, out=rec)
+            rz += rec.T
             xp.tanh(rz, out=rz)
             tanh_half_to_sigmoid_(rz)                                # (G1), (G2)
             rh_t = side[t]
             xp.multiply(rz[:, :H], h_prev, out=rh_t)                 # (G3') rh_t
-            xp.matmul(rh_t, w_hn_t, out=tmp)
-        n_t += tmp
+            xp.matmul(w_hn, rh_t.T, out=rec_n)
+            n_t += rec_n.T
         xp.tanh(n_t, out=n_t)                                        # (G3)
         # (G4) h_t = (1 - z) n + z h_prev = n + z (h_prev - n)
         xp.subtract(h_prev, n_t, out=h_t)

@@ -335,7 +335,7 @@ def lstm_forward(
     scale = xp.ones((G * H, 1), dtype=dtype)
     scale[:S] = 0.5
     w_ih_s = w_ih_o * scale
-    w_hh_s_t = (w_hh_o * scale).T                         # (H, G*H)
+    w_hh_s = w_hh_o * scale                               # (G*H, H)
 
     # (L1)-(L5), input half, for all T steps in one GEMM: (T*N, D) @ (D, G*H)
     gates = xp.matmul(x.reshape(T * N, D), w_ih_s.T).reshape(T, N, G * H)
@@ -348,7 +348,7 @@ def lstm_forward(
     h_states[slots.initial] = h0
     c_states[slots.initial] = c0
     tanh_c = xp.empty((T, N, H), dtype=dtype)
-    rec = xp.empty((N, G * H), dtype=dtype)
+    rec = xp.empty((G * H, N), dtype=dtype)   # recurrent GEMM output, column form
     tmp = xp.empty((N, H), dtype=dtype)
     if weight_ch is not None:
         # 0.5-scaled peepholes for the gates that see c_{t-1} (i, f or f) and for o
@@ -365,8 +365,8 @@ def lstm_forward(
         o = a[:, :H]
         f = a[:, S - H:S]
         g = a[:, S:]
-        xp.matmul(h_prev, w_hh_s_t, out=rec)
-        a += rec
+        xp.matmul(w_hh_s, h_prev.T, out=rec)              # W_hh h_{t-1}, (G*H, N)
+        a += rec.T
         if weight_ch is None:
             xp.tanh(a, out=a)
             tanh_half_to_sigmoid_(a[:, :S])                          # (L1), (L2), (L5)

@@ -38,6 +38,8 @@ __all__ = [
 
 # ------------------------------------------------------------------------- helpers
 def _shape(t: Any) -> tuple:
+    if not (isinstance(t, (Tensor, np.ndarray)) or get_array_module(t) is not np):
+        raise TypeError(f"init: expected a Tensor or an array, got {type(t).__name__}")
     return tuple(t.shape)
 
 

@@ -273,6 +273,11 @@ class RNNBase(Module):
         T, N = x.shape[0], x.shape[1]
         dtype = x.dtype
         lens = self._lengths(lengths, T, N)
+        if lens is not None and bool((lens < T).any()):
+            # Padded steps are never read: select 0 there (a select, not a 0/1 multiply), so
+            # that padding holding NaN or inf reaches neither the input GEMM nor any gradient
+            valid = np.arange(T)[:, None] < lens[None, :]  # (T, N)
+            x = where(valid[:, :, None], x, 0.0)
         if self.mode == "LSTM":
             h0_all, c0_all = (None, None) if hx is None else hx
             h0_all = self._initial(h0_all, N, dtype, unbatched, "h_0")

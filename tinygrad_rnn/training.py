@@ -1,0 +1,155 @@
+"""Training loops: the lectures' SGD loop with validation and early stopping, for
+minibatch tasks (:func:`fit`) and for long streams under a truncation schedule
+(:func:`train_stream`). Both show a tqdm progress bar, call a callback after every update,
+optionally clip the gradient norm and record gradient norms in a
+:class:`~tinygrad_rnn.monitor.GradientMonitor`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .bptt.truncation import Truncation, Window, run_truncated, windows
+from .tensor import Tensor
+
+__all__ = ["EarlyStopping", "TrainResult", "fit", "train_stream"]
+
+
+class EarlyStopping:
+    """Stop when the validation loss has not improved by more than ``tol`` for
+    ``patience`` consecutive validations."""
+
+    def __init__(self, patience: int = 3, tol: float = 0.0) -> None:
+        if patience < 1:
+            raise ValueError(f"EarlyStopping: patience must be >= 1, got {patience}")
+        self.patience, self.tol = patience, tol
+        self.best = float("inf")
+        self.bad = 0
+
+    def update(self, value: float) -> bool:
+        """Record a validation loss; True when training should stop."""
+        if value < self.best - self.tol:
+            self.best, self.bad = value, 0
+        else:
+            self.bad += 1
+        return self.bad >= self.patience
+
+
+@dataclass
+class TrainResult:
+    """What a training run produced: the loss of every update, the validation history as
+    (update index, loss) pairs, whether early stopping ended it, and the number of updates."""
+
+    losses: list[float] = field(default_factory=list)
+    val_losses: list[tuple[int, float]] = field(default_factory=list)
+    stopped_early: bool = False
+    steps: int = 0
+
+
+class _Stop(Exception):
+    pass
+
+
+def _progress(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
+
+
+class _Updater:
+    """Shared per-update logic: clip, monitor, step, zero, callback, validate, stop."""
+
+    def __init__(self, params: list, optimizer: Any, clip: float | None, monitor: Any,
+                 callback: Callable | None, validate: Callable[[], float] | None,
+                 val_every: int, stopper: EarlyStopping | None, bar: Any,
+                 result: TrainResult) -> None:
+        self.params, self.optimizer, self.clip, self.monitor = params, optimizer, clip, monitor
+        self.callback, self.validate, self.val_every = callback, validate, val_every
+        self.stopper, self.bar, self.result = stopper, bar, result
+
+    def __call__(self, loss_value: float) -> None:
+        if self.clip is not None:
+            from .nn.utils import clip_grad_norm_
+
+            if self.monitor is not None:
+                self.monitor.before_clip()
+            clip_grad_norm_(self.params, self.clip)
+        if self.monitor is not None:
+            self.monitor.record(clipped=self.clip is not None)
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        r = self.result
+        r.losses.append(loss_value)
+        r.steps += 1
+        self.bar.update(1)
+        postfix = {"loss": f"{loss_value:.4g}"}
+        if self.validate is not None and self.val_every and r.steps % self.val_every == 0:
+            val = float(self.validate())
+            r.val_losses.append((r.steps, val))
+            postfix["val"] = f"{val:.4g}"
+            if self.stopper is not None and self.stopper.update(val):
+                r.stopped_early = True
+                self.bar.set_postfix(postfix)
+                raise _Stop
+        self.bar.set_postfix(postfix)
+        if self.callback is not None:
+            self.callback(r.steps, loss_value)
+
+
+def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
+        clip: float | None = None, monitor: Any = None,
+        callback: Callable[[int, float], None] | None = None,
+        validate: Callable[[], float] | None = None, val_every: int = 0,
+        patience: int | None = None, tol: float = 0.0, progress: bool = True,
+        desc: str = "train") -> TrainResult:
+    """Minibatch training: for each update i, ``loss = step_fn(i)`` (forward on a batch),
+    then backward, optional clipping to ``clip``, monitor, ``optimizer.step()`` and
+    ``zero_grad()``. Every ``val_every`` updates ``validate()`` is called; with ``patience``
+    set, training stops once the validation loss has not improved by ``tol`` for that many
+    validations."""
+    result = TrainResult()
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    stopper = EarlyStopping(patience, tol) if patience else None
+    with _progress(steps, desc, progress) as bar:
+        update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
+                          stopper, bar, result)
+        try:
+            for i in range(steps):
+                loss = step_fn(i)
+                loss.backward()
+                update(float(loss.item()))
+        except _Stop:
+            pass
+    return result
+
+
+def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
+                 loss_fn: Callable[[Any, int, int], Tensor], optimizer: Any,
+                 schedule: Truncation, *, state: Any = None, epochs: int = 1,
+                 clip: float | None = None, monitor: Any = None,
+                 callback: Callable[[int, float], None] | None = None,
+                 validate: Callable[[], float] | None = None, val_every: int = 0,
+                 patience: int | None = None, tol: float = 0.0, progress: bool = True,
+                 desc: str = "train", time_axis: int = 0) -> TrainResult:
+    """Train on a long stream ``x`` with a truncation schedule (stateful TBPTT): the hidden
+    state is carried across windows (detached) and reset to ``state`` at each epoch. One
+    optimizer update per window; see :func:`tinygrad_rnn.bptt.truncation.run_truncated` for
+    ``forward`` and ``loss_fn``."""
+    result = TrainResult()
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    stopper = EarlyStopping(patience, tol) if patience else None
+    per_epoch = len(windows(x.shape[time_axis], schedule))
+    with _progress(per_epoch * epochs, desc, progress) as bar:
+        update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
+                          stopper, bar, result)
+
+        def on_window(w: Window, loss: Tensor) -> None:
+            update(float(loss.item()))
+
+        try:
+            for _ in range(epochs):
+                run_truncated(forward, x, schedule, loss_fn, state=state,
+                              on_window=on_window, time_axis=time_axis)
+        except _Stop:
+            pass
+    return result
