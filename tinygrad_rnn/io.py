@@ -29,9 +29,10 @@ Example
 >>> import os, tempfile
 >>> import numpy as np
 >>> import tinygrad_rnn as tr
->>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
->>> tr.save({"w": np.arange(3.0), "meta": {"step": 7, "betas": (0.9, 0.999)}}, path)
->>> loaded = tr.load(path)
+>>> with tempfile.TemporaryDirectory() as folder:
+...     path = os.path.join(folder, "model.npz")
+...     tr.save({"w": np.arange(3.0), "meta": {"step": 7, "betas": (0.9, 0.999)}}, path)
+...     loaded = tr.load(path)
 >>> loaded["w"], loaded["meta"]
 (array([0., 1., 2.]), {'step': 7, 'betas': (0.9, 0.999)})
 """
@@ -111,20 +112,22 @@ class _Encoder:
         # apart, so decoding gives back exactly what was saved
         if value is None:
             return {"t": "none"}
-        if isinstance(value, bool):
-            return {"t": "bool", "v": value}
-        if isinstance(value, int):
-            return {"t": "int", "v": str(value)}
-        if isinstance(value, float):
-            return {"t": "float", "v": repr(value)}  # repr round-trips exactly (nan, -0.0)
-        if isinstance(value, str):
-            return {"t": "str", "v": value}
+        # arrays first: NumPy scalars such as np.float64 are also Python floats
         arr = _as_numpy(value, path)
         if arr is not None:
             _check_dtype(arr, path, "save")
             if isinstance(arr, np.generic):
                 return {"t": "scalar", "ref": self._ref(np.asarray(arr))}
             return {"t": "array", "ref": self._ref(arr)}
+        if isinstance(value, bool):
+            return {"t": "bool", "v": bool(value)}
+        if isinstance(value, int):
+            return {"t": "int", "v": str(int(value))}
+        if isinstance(value, float):
+            # repr round-trips exactly, nan, inf and -0.0 included
+            return {"t": "float", "v": float.__repr__(float(value))}
+        if isinstance(value, str):
+            return {"t": "str", "v": str(value)}
         if isinstance(value, Mapping):
             items = []
             for key, item in value.items():
@@ -159,7 +162,7 @@ def _write_archive(fileobj: Any, manifest: bytes, arrays: list[np.ndarray],
         entries += [(f"a{i}", arr) for i, arr in enumerate(arrays)]
         for name, arr in entries:
             with zf.open(name + ".npy", mode="w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(arr), allow_pickle=False)
+                np.lib.format.write_array(member, np.asarray(arr), allow_pickle=False)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -320,7 +323,9 @@ class _Decoder:
             if t in ("list", "tuple"):
                 items = [self.decode(v, where + (i,)) for i, v in enumerate(node["items"])]
                 return tuple(items) if t == "tuple" else items
-        except (KeyError, TypeError) as err:
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, ValueError) and str(err).startswith("load:"):
+                raise
             raise ValueError(f"load: {self.path!r} has a malformed manifest at "
                              f"{_where(where)}: {err!r}") from err
         raise ValueError(f"load: {self.path!r} has an unknown entry type {t!r} at "

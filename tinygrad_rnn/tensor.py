@@ -601,7 +601,8 @@ def _index(index: Any) -> Any:
         if isinstance(i, Tensor):
             i = i.data
         elif isinstance(i, list):
-            i = np.asarray(i)
+            # an empty list selects nothing (NumPy, torch); asarray would make it float
+            i = np.asarray(i) if i else np.asarray(i, dtype=np.intp)
         if isinstance(i, np.ndarray) and i.dtype.kind not in "iub":
             raise IndexError(f"tensors used as indices must be integer or boolean, got "
                              f"dtype {i.dtype}")
@@ -746,7 +747,7 @@ def rand(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
 # ------------------------------------------------------------------------- joining
 def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
     """Concatenate along an existing axis (torch.cat / numpy.concatenate)."""
-    return Concatenate.apply(*tensors, axis=_axis(axis, dim) if dim is not None else axis)
+    return Concatenate.apply(*tensors, axis=dim if dim is not None else axis)
 
 
 concatenate = cat

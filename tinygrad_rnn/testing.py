@@ -114,7 +114,8 @@ def _shape_strategy(shape: _Shape, min_dims: int, max_dims: int, min_side: int,
 def _representable(value: float, dtype: np.dtype, inward: float) -> float:
     """``value`` rounded to ``dtype`` and, if rounding moved it outward, stepped back in."""
     v = dtype.type(value)
-    if (inward > 0 and v < value) or (inward < 0 and v > value):
+    # compare as Python floats: under NEP 50 `float32 < float` would round the float first
+    if (inward > 0 and float(v) < value) or (inward < 0 and float(v) > value):
         v = np.nextafter(v, dtype.type(inward * np.inf))
     return float(v)
 
@@ -1171,12 +1172,22 @@ def check_op(op: type, *inputs: Any, options: CheckOptions | None = None,
     return _finish(report, opts)
 
 
+def _unique_parameters(module: Any) -> list:
+    """The tensors of ``module.named_parameters()``, each once, in order of first listing."""
+    out, seen = [], set()
+    for _, p in module.named_parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append(p)
+    return out
+
+
 def _module_copy(module: Any, params: list) -> tuple[Any, list, bool]:
     """A deep copy of ``module`` with float64 copies of its parameters, and whether a copy
     was possible; falls back to the module itself when its parameters are float64."""
     try:
         clone = copy.deepcopy(module)
-        cparams = [p for _, p in clone.named_parameters()]
+        cparams = _unique_parameters(clone)
         shared = len(cparams) != len(params) or any(
             c is p or np.shares_memory(_array_of(c), _array_of(p))
             for c, p in zip(cparams, params))

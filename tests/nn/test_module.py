@@ -290,6 +290,19 @@ def test_shape_mismatch_names_the_key_and_both_shapes(strict):
         np.testing.assert_array_equal(v, before[k])
 
 
+def test_load_refuses_lossy_kind_changes():
+    dst = Net()
+    sd = dst.state_dict()
+    sd["block.steps"] = np.array(2.5)  # float into an int64 buffer would truncate
+    with pytest.raises(RuntimeError, match="'block.steps'.*float64.*int64"):
+        dst.load_state_dict(sd)
+    sd["block.steps"] = np.array(3, dtype=np.int32)  # within the kind: fine
+    sd["offset"] = np.array([1, 2])  # int values into a float parameter: fine
+    dst.load_state_dict(sd)
+    assert dst.block.steps.dtype == np.int64 and dst.block.steps.item() == 3
+    np.testing.assert_array_equal(dst.offset.numpy(), np.array([1.0, 2.0], dtype=np.float32))
+
+
 def test_load_refuses_non_arrays():
     dst = Net()
     sd = dst.state_dict()

@@ -710,6 +710,18 @@ def test_load_state_dict_checks_groups() -> None:
         SGD([{"params": [a]}, {"params": [b]}], lr=0.1).load_state_dict(sd)
 
 
+def test_load_state_dict_fills_and_checks_hyperparameters() -> None:
+    a = tr.tensor(np.ones(2), requires_grad=True)
+    sd = Adam([a], lr=0.5).state_dict()
+    del sd["param_groups"][0]["amsgrad"]  # as from an older version
+    opt = Adam([a], lr=0.1, amsgrad=True)
+    opt.load_state_dict(sd)
+    assert opt.param_groups[0]["amsgrad"] is True and opt.param_groups[0]["lr"] == 0.5
+    sd["param_groups"][0]["betas"] = (0.9, 1.5)
+    with pytest.raises(ValueError, match="index 1: 1.5"):
+        opt.load_state_dict(sd)
+
+
 def test_load_state_dict_casts_to_parameter_dtype() -> None:
     """State saved from a float64 run loads into float32 parameters as float32 copies."""
     init, grads = make_problem(13)

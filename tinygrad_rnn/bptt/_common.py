@@ -13,6 +13,14 @@ float32). Relative accuracy is lost only where sigma(a) itself drops below machi
 The fused sequence kernels go one step further: they pre-scale the sigmoid rows of the weights
 and biases by 0.5 (exact in binary floating point), so a single in-place ``tanh`` covers the
 sigmoid gates and the ``tanh`` gate together and only ``0.5 * t + 0.5`` remains.
+
+The recurrent GEMM in column form
+---------------------------------
+Per step the fused forward kernels compute W_hh h_{t-1}^T, a (G*H, N) product with the weight
+as the *left* operand, into a preallocated buffer, and add its transpose into the gate rows.
+The numbers are those of h_{t-1} W_hh^T; the point is speed: with a small batch N, OpenBLAS
+runs this orientation up to 1.8x faster (measured on AVX-512 kernels; equal on AVX2 ones),
+and the transposed add costs far less than the difference.
 """
 from __future__ import annotations
 

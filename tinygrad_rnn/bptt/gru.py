@@ -267,7 +267,23 @@ def gru_forward(
     are pre-scaled by 0.5 (exact), so one in-place tanh plus 0.5 * t + 0.5 gives both sigmoid
     gates. With reset='after' the recurrent GEMM covers all 3H rows at once; with 'before'
     the n rows must wait for r_t, so the recurrent GEMM is split into the r, z rows and the
-    n rows acting on r_t * h_{t-1}.
+    n rows acting on r_t * h_{t-1}. As in PyTorch, z_t weights the previous state:
+    h_t = (1 - z_t) n_t + z_t h_{t-1}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tinygrad_rnn.bptt import gru_forward, gru_backward
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((6, 2, 3))
+    >>> h0 = np.zeros((2, 4))
+    >>> w_ih, w_hh = 0.3 * rng.standard_normal((12, 3)), 0.3 * rng.standard_normal((12, 4))
+    >>> hs, h_n, cache = gru_forward(x, h0, w_ih, w_hh, reset="before", reverse=True)
+    >>> bool(np.allclose(h_n, hs[0]))             # reverse: the last state is at t = 0
+    True
+    >>> g = gru_backward(None, np.ones_like(h_n), cache)
+    >>> g.dh_all.shape, g.dbias_ih is None
+    ((6, 2, 4), True)
     """
     fname = "gru_forward"
     _check_reset(fname, reset)

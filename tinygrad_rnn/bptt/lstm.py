@@ -316,6 +316,26 @@ def lstm_forward(
     sigma(a) = 0.5 * tanh(0.5 a) + 0.5 turns into one in-place tanh over all gate rows and an
     in-place 0.5 * t + 0.5 over the contiguous sigmoid block. One GEMM projects the inputs of
     all T steps; per step only the recurrent GEMM runs, into a preallocated buffer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tinygrad_rnn.bptt import lstm_forward, lstm_backward
+    >>> rng = np.random.default_rng(0)
+    >>> T, N, D, H = 5, 2, 3, 4
+    >>> x = rng.standard_normal((T, N, D)).astype(np.float32)
+    >>> h0 = np.zeros((N, H), np.float32)
+    >>> c0 = np.zeros((N, H), np.float32)
+    >>> w_ih = (0.3 * rng.standard_normal((4 * H, D))).astype(np.float32)
+    >>> w_hh = (0.3 * rng.standard_normal((4 * H, H))).astype(np.float32)
+    >>> hs, h_n, c_n, cache = lstm_forward(x, h0, c0, w_ih, w_hh, lengths=[5, 3])
+    >>> hs.shape, hs.dtype
+    ((5, 2, 4), dtype('float32'))
+    >>> bool(np.all(h_n[1] == hs[2, 1]))          # sequence 1 ends at its step 2
+    True
+    >>> grads = lstm_backward(np.ones_like(hs), None, None, cache)
+    >>> grads.dweight_ih.shape, float(np.abs(grads.dx[3:, 1]).max())   # padded steps: 0
+    ((16, 3), 0.0)
     """
     fname = "lstm_forward"
     G = _n_gates(coupled)
@@ -371,9 +391,9 @@ def lstm_forward(
             xp.tanh(a, out=a)
             tanh_half_to_sigmoid_(a[:, :S])                          # (L1), (L2), (L5)
         else:
-            a_cprev = a[:, H:S].reshape(N, G - 2, H)                 # i, f (or f) pre-acts
+            a_cprev = a[:, H:S]                                      # i, f (or f) pre-acts
             xp.multiply(c_prev[:, None, :], w_c_prev, out=peep_tmp)
-            a_cprev += peep_tmp                                      # (L1), (L2) peepholes
+            a_cprev += peep_tmp.reshape(N, S - H)                    # (L1), (L2) peepholes
             xp.tanh(a[:, H:], out=a[:, H:])                          # (L3)
             tanh_half_to_sigmoid_(a[:, H:S])                         # (L1), (L2)
         # (L4) c_t = f * c_prev + i * g   (coupled: c_t = g + f * (c_prev - g))
@@ -451,7 +471,8 @@ def lstm_backward(
     tanh_c = c.tanh_c
 
     # ---- factors for all steps at once: da = k * (dh for o, dc for the rest) ---------------
-    k = xp.empty((T, N, G * H), dtype=dtype)
+    k_blocks = xp.empty((T, N, G, H), dtype=dtype)       # one (T, N, H) block per gate
+    k = k_blocks.reshape(T, N, G * H)
     sig = gates[:, :, :S]
     k_sig = k[:, :, :S]
     xp.subtract(1, sig, out=k_sig)
@@ -477,10 +498,11 @@ def lstm_backward(
         f_pass = xp.where(mask.invalid, xp.ones((), dtype=dtype), f)   # ... and pass dc on
         if dhs is not None:
             dhs = dhs * mask.valid                        # upstream at padded outputs ignored
-    k_dc = k[:, :, H:].reshape(T, N, G - 1, H)            # the gates multiplied by dc
+    k_dc = k_blocks[:, :, 1:]                             # the gates multiplied by dc
 
-    da = xp.empty((T, N, G * H), dtype=dtype)             # pre-activation grads, internal order
-    da_dc = da[:, :, H:].reshape(T, N, G - 1, H)
+    da_blocks = xp.empty((T, N, G, H), dtype=dtype)       # pre-activation grads, internal order
+    da = da_blocks.reshape(T, N, G * H)
+    da_dc = da_blocks[:, :, 1:]
     dh_all = xp.empty((T, N, H), dtype=dtype)
     dc_all = xp.empty((T, N, H), dtype=dtype)
     dh_carried = zeros_or_copy(dh_n, (N, H), dtype, xp)

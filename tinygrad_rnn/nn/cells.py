@@ -164,14 +164,20 @@ class _CellBase(Module):
         if hx is None:
             return Tensor(np.zeros((N, self.hidden_size), dtype=x.dtype))
         hx = hx if isinstance(hx, Tensor) else Tensor(hx)
-        if unbatched:
-            hx = hx.reshape(1, -1)
-        if hx.shape != (N, self.hidden_size):
+        # name the shapes the caller passed: (H,) state for an unbatched (D,) input
+        want = (self.hidden_size,) if unbatched else (N, self.hidden_size)
+        if hx.shape != want:
+            x_shape = (x.shape[1],) if unbatched else x.shape
             raise ValueError(
-                f"{type(self).__name__}: {what} must have shape {(N, self.hidden_size)} for "
-                f"input of shape {x.shape}, got {hx.shape}"
+                f"{type(self).__name__}: {what} must have shape {want} for input of shape "
+                f"{x_shape}, got {hx.shape}"
             )
-        return hx
+        if hx.dtype != x.dtype:
+            raise TypeError(
+                f"{type(self).__name__}: {what} dtype {hx.dtype} does not match the input's "
+                f"and parameters' dtype {x.dtype}"
+            )
+        return hx.reshape(1, -1) if unbatched else hx
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
@@ -269,7 +275,7 @@ class LSTMCell(_CellBase):
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Tensor]:
         x, unbatched = self._check_input(_as_tensor(input), hx)
-        h0, c0 = (None, None) if hx is None else hx
+        h0, c0 = _lstm_state_pair("LSTMCell", hx)
         h = self._state(h0, x, unbatched, "h_0")
         c = self._state(c0, x, unbatched, "c_0")
         xw = F.linear(x, self.weight_ih, self.bias_ih)
@@ -297,6 +303,22 @@ def _set_forget_bias(bias_ih: Tensor, bias_hh: Tensor, H: int, value: float,
     bias_hh.data[start:start + H] = 0
     bias_ih.data = bias_ih.data  # count the writes as in-place (version counter)
     bias_hh.data = bias_hh.data
+
+
+def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:
+    """Split an LSTM state argument into (h, c); None gives (None, None).
+
+    A single array or Tensor is refused: unpacking it would silently split it along its first
+    axis into an h and a c.
+    """
+    if hx is None:
+        return None, None
+    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+        what = (f"{type(hx).__name__} of shape {tuple(hx.shape)}" if hasattr(hx, "shape")
+                else f"{type(hx).__name__} of length {len(hx)}"
+                if isinstance(hx, (tuple, list)) else type(hx).__name__)
+        raise TypeError(f"{name}: the state must be a pair (h_0, c_0) or None, got {what}")
+    return hx[0], hx[1]
 
 
 def _as_tensor(x: Any) -> Tensor:

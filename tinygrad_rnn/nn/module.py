@@ -370,8 +370,9 @@ class Module:
         Raises
         ------
         RuntimeError
-            Listing every missing/unexpected key (strict) and every shape mismatch with the key
-            and both shapes.
+            Listing every missing/unexpected key (strict), every shape mismatch with the key
+            and both shapes, and every value whose dtype cannot be cast within its kind (float
+            values into an integer buffer).
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(
@@ -392,6 +393,12 @@ class Module:
                     f"size mismatch for '{key}': the checkpoint has shape {value.shape}, "
                     f"the module's {'parameter' if isinstance(target, Parameter) else 'buffer'}"
                     f" has shape {target.shape}"
+                )
+                continue
+            if not np.can_cast(value.dtype, target.dtype, casting="same_kind"):
+                errors.append(
+                    f"dtype mismatch for '{key}': cannot load {value.dtype} values into a "
+                    f"{target.dtype} tensor without losing their kind (e.g. float into int)"
                 )
                 continue
             updates.append((target, value))

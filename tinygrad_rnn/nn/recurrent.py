@@ -35,7 +35,7 @@ from ..backend import DEFAULT_FLOAT, get_array_module
 from ..ops.base import Context, Function
 from ..random import get_generator
 from ..tensor import Tensor, stack, where
-from .cells import _set_forget_bias, gru_step, lstm_step, rnn_step
+from .cells import _lstm_state_pair, _set_forget_bias, gru_step, lstm_step, rnn_step
 from .module import Module, Parameter
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
@@ -241,6 +241,12 @@ class RNNBase(Module):
             return Tensor(np.zeros(shape, dtype=dtype))
         hx = hx if isinstance(hx, Tensor) else Tensor(hx)
         if unbatched and hx.ndim == 2:
+            if hx.shape != (L, self.hidden_size):
+                raise ValueError(
+                    f"{type(self).__name__}: {what} must have shape {(L, self.hidden_size)} "
+                    f"(num_layers * num_directions, hidden_size) for unbatched input, got "
+                    f"{hx.shape}"
+                )
             hx = hx.reshape(L, 1, self.hidden_size)
         if hx.shape != shape:
             raise ValueError(
@@ -279,7 +285,7 @@ class RNNBase(Module):
             valid = np.arange(T)[:, None] < lens[None, :]  # (T, N)
             x = where(valid[:, :, None], x, 0.0)
         if self.mode == "LSTM":
-            h0_all, c0_all = (None, None) if hx is None else hx
+            h0_all, c0_all = _lstm_state_pair(type(self).__name__, hx)
             h0_all = self._initial(h0_all, N, dtype, unbatched, "h_0")
             c0_all = self._initial(c0_all, N, dtype, unbatched, "c_0")
         else:
@@ -375,6 +381,10 @@ class RNNBase(Module):
             hs = Tensor(np.zeros((0, N, H), dtype=x.dtype))
             h = h0 * 1.0
             c = c0 * 1.0 if c0 is not None else None
+            if recorder is not None:  # no step, no hook: record the empty (0, N, H) arrays
+                recorder.buffer(key, "h", (0, N, H), x.dtype)
+                if c is not None:
+                    recorder.buffer(key, "c", (0, N, H), x.dtype)
         else:
             hs = stack(outs, axis=0)
         return hs, h, c

@@ -59,29 +59,33 @@ def _norm_order(norm_type: Any) -> float:
 def _total_norm_float64(arrays: list[Any], p: float) -> float:
     """The p-norm of all ``arrays`` seen as one vector, accumulated in float64.
 
-    ``(sum_i sum_j |a_ij|^p)^(1/p)``, or ``max_ij |a_ij|`` for p = inf. NaN or inf entries
-    give a NaN or inf result (without NumPy warnings).
+    ``(sum_i sum_j |a_ij|^p)^(1/p)``, or ``max_ij |a_ij|`` for p = inf. The entries are
+    divided by the largest magnitude m before being raised to the power p (the norm is
+    ``m * ||a / m||_p``), so tiny float64 gradients do not underflow to a zero norm and huge
+    ones do not overflow to inf. NaN or inf entries give a NaN or inf result (without NumPy
+    warnings); empty arrays count as zeros.
     """
-    if not arrays:
+    nonempty = [a for a in arrays if a.size > 0]
+    if not nonempty:
         return 0.0
-    xp = get_array_module(*arrays)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if math.isinf(p):
-            maxima = [xp.max(xp.abs(a)) for a in arrays if a.size > 0]
-            if not maxima:
-                return 0.0
-            return float(xp.max(xp.stack([m.astype(np.float64) for m in maxima])))
-        sums = []
-        for a in arrays:
-            a64 = xp.abs(a.astype(np.float64, copy=False))
-            if p == 2.0:
-                sums.append(xp.sum(a64 * a64))                # ||a||_2^2
-            elif p == 1.0:
-                sums.append(xp.sum(a64))
-            else:
-                sums.append(xp.sum(a64 ** p))                 # ||a||_p^p
-        total = float(xp.sum(xp.stack(sums)))
-        return math.sqrt(total) if p == 2.0 else total ** (1.0 / p)
+    xp = get_array_module(*nonempty)
+    maxima = xp.stack([xp.max(xp.abs(a)).astype(np.float64) for a in nonempty])
+    largest = float(xp.max(maxima))           # NaN if any entry is NaN
+    if math.isinf(p) or largest == 0.0 or not math.isfinite(largest):
+        return largest
+    sums = []
+    for a in nonempty:
+        scaled = a.astype(np.float64)                          # a copy we own
+        xp.abs(scaled, out=scaled)
+        scaled /= largest                                      # entries in [0, 1]
+        if p == 2.0:
+            sums.append(xp.sum(scaled * scaled))               # ||a / m||_2^2
+        elif p == 1.0:
+            sums.append(xp.sum(scaled))
+        else:
+            sums.append(xp.sum(scaled ** p))                   # ||a / m||_p^p
+    total = float(xp.sum(xp.stack(sums)))
+    return largest * (math.sqrt(total) if p == 2.0 else total ** (1.0 / p))
 
 
 def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,

@@ -79,7 +79,8 @@ def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     broadcast to x's shape (None when no mask was given). A fully masked row gets m = 0.
     """
     xp = get_array_module(x)
-    if not -x.ndim <= axis < x.ndim:
+    # a 0-d tensor accepts axis 0 / -1 (a one-element row), like torch and tr.sum
+    if not -x.ndim <= axis < x.ndim and not (x.ndim == 0 and axis in (0, -1)):
         raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
     if mask is None:
         m = xp.max(x, axis=axis, keepdims=True) if x.size else x.sum(axis, keepdims=True)
@@ -157,7 +158,8 @@ class LogSoftmax(Function):
             p = e / xp.where(s > 0, s, xp.ones((), dtype=x.dtype))
         else:
             s = xp.sum(e, axis=axis, keepdims=True)
-            y = shifted - xp.log(s)
+            # s >= 1 unless the axis is empty (s = 0, nothing to output): no log(0) warning
+            y = shifted - xp.log(xp.where(s > 0, s, xp.ones((), dtype=x.dtype)))
             p = e / s
         ctx.save_for_backward(p)
         ctx.valid = valid

@@ -104,7 +104,11 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """z = x ** p for a constant scalar exponent p.  VJP: dL/dx = g * p * x^(p-1)."""
+    """z = x ** p for a constant scalar exponent p.  VJP: dL/dx = g * p * x^(p-1).
+
+    For p = 0, z is the constant 1 and the gradient is exactly 0, also at x = 0 (where
+    p * x^(p-1) would be 0 * inf = NaN), as in torch.
+    """
 
     @staticmethod
     def forward(ctx: Context, x: Any, exponent: float) -> Any:
@@ -118,6 +122,8 @@ class Pow(Function):
     def backward(ctx: Context, g: Any) -> Any:
         (x,) = ctx.saved_arrays
         p = ctx.exponent
+        if p == 0:
+            return get_array_module(g).zeros_like(g)
         return g * p * x ** (p - 1)
 
 

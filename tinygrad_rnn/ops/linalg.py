@@ -54,10 +54,12 @@ class MatMul(Function):
         a2 = a[None, :] if a.ndim == 1 else a  # (.., n, k)
         b2 = b[:, None] if b.ndim == 1 else b  # (.., k, m)
         g2 = g
-        if a.ndim == 1:
-            g2 = g2[..., None, :]
+        # restore the column axis first: for vector @ vector g is 0-d, and g[..., None, :]
+        # needs the axis that g[..., None] adds
         if b.ndim == 1:
             g2 = g2[..., None]
+        if a.ndim == 1:
+            g2 = g2[..., None, :]
         da = db = None
         if ctx.needs_input_grad[0]:
             da = sum_to_shape(g2 @ _swap(b2), a2.shape).reshape(a.shape)

@@ -104,7 +104,8 @@ class Embedding(Function):
         (ids,) = ctx.saved_arrays
         xp = get_array_module(g)
         dw = xp.zeros((ctx.num_rows, g.shape[-1]), dtype=g.dtype)
-        xp.add.at(dw, ids.reshape(-1), g.reshape(-1, g.shape[-1]))
+        # (ids.size, E), not (-1, E): -1 is ambiguous when E = 0
+        xp.add.at(dw, ids.reshape(-1), g.reshape(ids.size, g.shape[-1]))
         if ctx.padding_idx is not None:
             dw[ctx.padding_idx] = 0
         return dw

@@ -115,7 +115,7 @@ class Adam(Optimizer):
         bias_correction1 = 1.0 - beta1 ** t
         bias_correction2 = 1.0 - beta2 ** t
         step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2
+        bias_correction2_sqrt = bias_correction2 ** 0.5
         if group["amsgrad"]:
             v_max = state.setdefault("max_exp_avg_sq", xp.zeros_like(p.data))
             xp.maximum(v_max, exp_avg_sq, out=v_max)

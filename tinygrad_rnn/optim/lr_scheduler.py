@@ -278,10 +278,6 @@ class CosineAnnealingLR(LRScheduler):
         e, T, eta_min = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return self._current_lrs()
-        if self._step_count == 1 and e > 0:
-            # resumed with last_epoch > 0: nothing to recurse from, use the closed form
-            return [eta_min + (base_lr - eta_min) * (1 + math.cos(e * math.pi / T)) / 2
-                    for base_lr in self.base_lrs]
         if (e - 1 - T) % (2 * T) == 0:
             return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / T)) / 2
                     for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]

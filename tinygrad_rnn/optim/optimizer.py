@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Iterator
 
@@ -275,12 +274,14 @@ class Optimizer:
         The groups must list the same number of parameters as this optimizer's groups;
         parameters are matched by position. State arrays are copied and converted to each
         parameter's dtype and array module; step counters become 0-d float32 host arrays.
-        Hyperparameters (``lr`` ...) are taken from the state dict.
+        Hyperparameters (``lr`` ...) are taken from the state dict (a group that lacks one
+        gets the optimizer's default) and checked as the constructor checks them.
 
         Raises
         ------
         ValueError
-            When the number of groups or of parameters in a group differs.
+            When the number of groups or of parameters in a group differs, or a loaded
+            hyperparameter is invalid.
         """
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(saved_groups) != len(self.param_groups):
@@ -311,6 +312,9 @@ class Optimizer:
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
             saved["params"] = group["params"]
+            for name, default in self.defaults.items():   # a dict from an older version
+                saved.setdefault(name, copy.deepcopy(default))
+            self._check_group(saved)
             new_groups.append(saved)
         self.state = state
         self.param_groups = new_groups
@@ -380,11 +384,3 @@ def _cast_state_value(name: str, value: Any, param: Tensor) -> Any:
             src = np.asarray(value)       # a foreign array (e.g. torch's) through __array__
         return xp.array(src, dtype=param.dtype, copy=True)
     return copy.deepcopy(value)
-
-
-def _finite_float(what: str, value: Any) -> float:
-    """``float(value)``, refusing NaN (used for hyperparameters that may be negative)."""
-    v = float(value)
-    if math.isnan(v):
-        raise ValueError(f"Invalid {what}: {value}")
-    return v

@@ -1,0 +1,196 @@
+"""The vanishing-gradient lab: watch gradients vanish and explode, and see why gates help.
+
+Run:  python demos/vanishing_gradients.py [--quick] [--out DIR] [--seed N]
+
+Part 1, gradients at initialisation. For Elman tanh RNNs whose W_hh is a random orthogonal
+matrix scaled to spectral radius rho (so sigma_max(W_hh) = rho too), an Elman ReLU RNN, a GRU
+and an LSTM, the loss is put on the last step only and ||dL/dh_t|| is measured at every step
+(the layers' per-step state gradients, identical for both engines). Printed: the fitted
+decay rate per step beside rho and sigma_max, the gradient horizon (steps back until the norm
+falls below 1% of its value at the last step), and, for the tanh RNNs, whether the measured
+norms stay under the bound ||dL/dh_T|| (sigma_max * max tanh')^(T - t) of Pascanu et al.
+
+Part 2, the adding problem (T = 100; 50 with --quick): an LSTM and a tanh Elman RNN trained
+with the same budget. Printed: test MSE of each against the 0.167 of always predicting 1.
+
+Figures (PNG and SVG) go to --out (default out/vanishing_gradients).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import tinygrad_rnn as tr
+from tinygrad_rnn import monitor as mon
+from tinygrad_rnn import viz
+from tinygrad_rnn.data import AddingBaseline, adding_problem
+
+F = tr.functional
+
+
+class Regressor(tr.nn.Module):
+    """A recurrent layer with a linear readout of the last hidden state."""
+
+    def __init__(self, kind: str, hidden: int, generator: np.random.Generator,
+                 rho: float | None = None) -> None:
+        super().__init__()
+        if kind == "lstm":
+            self.rnn = tr.nn.LSTM(2, hidden, batch_first=True, forget_bias=1.0,
+                                  generator=generator)
+        elif kind == "gru":
+            self.rnn = tr.nn.GRU(2, hidden, batch_first=True, generator=generator)
+        else:
+            nonlin = "relu" if kind == "relu" else "tanh"
+            self.rnn = tr.nn.RNN(2, hidden, nonlinearity=nonlin, batch_first=True,
+                                 generator=generator)
+            if rho is not None:
+                tr.nn.init.orthogonal_(self.rnn.weight_hh_l0, generator=generator)
+                with tr.no_grad():
+                    self.rnn.weight_hh_l0.mul_(rho)
+        self.readout = tr.nn.Linear(hidden, 1, generator=generator)
+
+    def forward(self, x: tr.Tensor) -> tr.Tensor:
+        out, _ = self.rnn(x)
+        return self.readout(out[:, -1])  # (N, 1): the prediction after the last step
+
+
+def measure_norms(model: Regressor, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """||dL/dh_t|| for t = 0..T-1 with the loss on the last step only."""
+    model.rnn.track_state_grads = True
+    model.zero_grad()
+    loss = F.mse_loss(model(tr.Tensor(x)), tr.Tensor(y))
+    loss.backward()
+    return mon.state_grad_norms(model.rnn.state_grads[(0, 0)]["h"])
+
+
+def part1(args: argparse.Namespace, rng: np.random.Generator) -> list[dict]:
+    T, H, N = args.T, args.hidden, 32
+    x, y = adding_problem(N, T, generator=rng)
+    rows, curves, bounds = [], {}, {}
+    models = [(f"tanh rho={r}", "tanh", r) for r in (0.5, 0.9, 1.0, 1.1, 1.5)]
+    models += [("relu", "relu", None), ("GRU", "gru", None), ("LSTM", "lstm", None)]
+    for label, kind, rho in models:
+        model = Regressor(kind, H, rng, rho)
+        norms = measure_norms(model, x, y)
+        by_distance = norms[::-1]  # entry d = ||dL/dh_{T-1-d}||
+        curves[label] = by_distance
+        row = {"model": label, "rho": np.nan, "sigma": np.nan, "bound": ""}
+        if kind in ("tanh", "relu"):
+            W = model.rnn.weight_hh_l0
+            row["rho"] = mon.spectral_radius(W)
+            row["sigma"] = float(mon.singular_values(W)[0])
+        if kind == "tanh":
+            # ||dL/dh_t|| <= ||dL/dh_{T-1}|| (sigma_max * max tanh')^(T-1-t), max tanh' = 1
+            b = by_distance[0] * mon.pascanu_bound(W, range(T), gamma=1.0)
+            ok = bool(np.all(by_distance <= b * (1 + 1e-9)))
+            row["bound"] = "holds" if ok else "VIOLATED"
+            if rho is not None and rho < 1:
+                bounds[label] = b
+        tail = by_distance[1:]
+        usable = tail[(tail > 1e-300) & np.isfinite(tail)]
+        row["rate"] = mon.fit_decay_rate(usable) if usable.size >= 2 else np.nan
+        row["horizon"] = mon.gradient_horizon(norms, 1e-2)
+        rows.append(row)
+    viz.plot_norms_vs_distance(curves, bounds, title=f"||dL/dh_t|| at initialisation (T={T}, "
+                               f"H={H}); dashed: Pascanu et al. bound",
+                               path=os.path.join(args.out, "norms_vs_distance.png"))
+    viz.plot_norms_vs_distance(curves, bounds,
+                               path=os.path.join(args.out, "norms_vs_distance.svg"))
+
+    radii = np.round(np.linspace(0.3, 1.5, 7 if args.quick else 13), 2)
+    rates, horizons = [], []
+    for r in radii:
+        model = Regressor("tanh", H, rng, float(r))
+        norms = measure_norms(model, x, y)
+        tail = norms[::-1][1:]
+        usable = tail[(tail > 1e-300) & np.isfinite(tail)]
+        rates.append(mon.fit_decay_rate(usable))
+        horizons.append(mon.gradient_horizon(norms, 1e-2))
+    viz.plot_spectral_sweep(radii, {"fitted decay rate per step": rates,
+                                    "rho (the bound's base)": radii},
+                            ylabel="rate", title="tanh RNN: decay rate vs spectral radius",
+                            path=os.path.join(args.out, "spectral_sweep.png"))
+    return rows
+
+
+def train_adding(kind: str, args: argparse.Namespace, seed: int) -> tuple[list, list, float,
+                                                                          np.ndarray]:
+    rng = np.random.default_rng(seed)
+    T = args.T
+    model = Regressor(kind, args.hidden, rng)
+    opt = tr.optim.Adam(model.parameters(), lr=args.lr)
+    monitor = mon.GradientMonitor(model)
+    x_val, y_val = adding_problem(512, T, generator=rng)
+    x_test, y_test = adding_problem(1000, T, generator=rng)
+
+    def step(i: int) -> tr.Tensor:
+        xb, yb = adding_problem(args.batch, T, generator=rng)
+        return F.mse_loss(model(tr.Tensor(xb)), tr.Tensor(yb))
+
+    @tr.no_grad()
+    def validate() -> float:
+        return F.mse_loss(model(tr.Tensor(x_val)), tr.Tensor(y_val)).item()
+
+    result = tr.training.fit(step, args.steps, opt, clip=1.0, monitor=monitor,
+                             validate=validate, val_every=args.val_every,
+                             desc=f"adding T={T} {kind}")
+    with tr.no_grad():
+        test = F.mse_loss(model(tr.Tensor(x_test)), tr.Tensor(y_test)).item()
+    return result.losses, result.val_losses, test, monitor.state_norms()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
+    p.add_argument("--out", default=os.path.join("out", "vanishing_gradients"))
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    args.T = 50 if args.quick else 100
+    args.hidden = 32 if args.quick else 64
+    args.steps = 300 if args.quick else 3000
+    args.batch = 64
+    args.lr = 1e-2
+    args.val_every = 25 if args.quick else 100
+    os.makedirs(args.out, exist_ok=True)
+    tr.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.time()
+
+    rows = part1(args, rng)
+    print(f"\nPart 1: ||dL/dh_t|| at initialisation, loss on the last step "
+          f"(T={args.T}, H={args.hidden})")
+    print(f"{'model':<14}{'rho(W_hh)':>10}{'sigma_max':>10}{'fitted rate':>12}"
+          f"{'horizon':>9}  bound")
+    for r in rows:
+        print(f"{r['model']:<14}{r['rho']:>10.3f}{r['sigma']:>10.3f}{r['rate']:>12.4f}"
+              f"{r['horizon']:>9d}  {r['bound']}")
+
+    print(f"\nPart 2: adding problem, T={args.T}, {args.steps} Adam steps of batch "
+          f"{args.batch}, clip 1.0 (always predicting 1 gives MSE {AddingBaseline:.3f})")
+    curves, xs, heat = {}, {}, {}
+    results = {}
+    for kind, label in (("lstm", "LSTM"), ("tanh", "Elman tanh")):
+        losses, val, test, norms = train_adding(kind, args, args.seed + 1)
+        results[label] = test
+        curves[label] = [v for _, v in val]
+        xs[label] = [s for s, _ in val]
+        heat[label] = norms
+        print(f"  {label:<11} test MSE {test:.4f}")
+    viz.plot_learning_curves(curves, x=xs, ylabel="validation MSE", logy=True,
+                             hline=AddingBaseline, hline_label="predict 1 (0.167)",
+                             title=f"Adding problem, T={args.T}",
+                             path=os.path.join(args.out, "adding_learning_curves.png"))
+    for label, norms in heat.items():
+        slug = label.split()[0].lower()
+        viz.plot_state_grad_heatmap(norms, title=f"{label}: ||dL/dh_t|| during training",
+                                    path=os.path.join(args.out, f"heatmap_{slug}.png"))
+    print(f"\nFigures written to {args.out}/ in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""Learning-rate schedulers: the lr sequences against the closed-form formulas and, exactly,
+against torch.optim.lr_scheduler; checkpoints; resuming; warnings and argument checks."""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tinygrad_rnn as tr
+from tinygrad_rnn.optim import SGD
+from tinygrad_rnn.optim.lr_scheduler import (
+    CosineAnnealingLR, ExponentialLR, LRScheduler, StepLR,
+)
+
+BASE_LRS = (0.1, 0.03)
+N_STEPS = 50
+CONFIGS = [
+    ("StepLR", dict(step_size=7, gamma=0.5)),
+    ("StepLR", dict(step_size=3)),
+    ("StepLR", dict(step_size=1, gamma=0.9)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("ExponentialLR", dict(gamma=1.05)),
+    ("CosineAnnealingLR", dict(T_max=10, eta_min=0.001)),
+    ("CosineAnnealingLR", dict(T_max=7)),
+    ("CosineAnnealingLR", dict(T_max=1, eta_min=0.01)),
+    ("CosineAnnealingLR", dict(T_max=50)),
+]
+CLASSES = {"StepLR": StepLR, "ExponentialLR": ExponentialLR,
+           "CosineAnnealingLR": CosineAnnealingLR}
+
+
+def closed_form(name: str, kwargs: dict, base_lr: float, epoch: int) -> float:
+    """The schedule as written in the docs."""
+    if name == "StepLR":
+        return base_lr * kwargs.get("gamma", 0.1) ** (epoch // kwargs["step_size"])
+    if name == "ExponentialLR":
+        return base_lr * kwargs["gamma"] ** epoch
+    eta_min, T = kwargs.get("eta_min", 0.0), kwargs["T_max"]
+    return eta_min + (base_lr - eta_min) * (1 + math.cos(math.pi * epoch / T)) / 2
+
+
+def make_optimizer(lrs: tuple = BASE_LRS) -> SGD:
+    groups = [{"params": [tr.tensor(np.ones(2), requires_grad=True)], "lr": lr} for lr in lrs]
+    return SGD(groups, lr=lrs[0])
+
+
+def lr_sequence(make_scheduler: Callable[[Any], Any], opt: Any, n: int = N_STEPS) -> list:
+    """[lrs after creation, lrs after step 1, ..., lrs after step n], stepping the
+    optimizer first as one should (no gradients, so nothing moves)."""
+    sched = make_scheduler(opt)
+    seq = [list(sched.get_last_lr())]
+    for _ in range(n):
+        opt.step()
+        sched.step()
+        seq.append(list(sched.get_last_lr()))
+    return seq
+
+
+def torch_optimizer(lrs: tuple = BASE_LRS) -> Any:
+    torch = pytest.importorskip("torch")
+    groups = [{"params": [torch.zeros(2, requires_grad=True)], "lr": lr} for lr in lrs]
+    return torch.optim.SGD(groups, lr=lrs[0])
+
+
+def torch_scheduler(name: str) -> Callable:
+    torch = pytest.importorskip("torch")
+    return getattr(torch.optim.lr_scheduler, name)
+
+
+def ids(configs: list) -> list:
+    return [f"{n}-" + "-".join(f"{k}={v}" for k, v in kw.items()) for n, kw in configs]
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=ids(CONFIGS))
+def test_sequence_equals_torch_exactly(name: str, kwargs: dict) -> None:
+    ours = lr_sequence(lambda o: CLASSES[name](o, **kwargs), make_optimizer())
+    theirs = lr_sequence(lambda o: torch_scheduler(name)(o, **kwargs), torch_optimizer())
+    assert ours == theirs  # the same float operations in the same order: bit for bit
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS, ids=ids(CONFIGS))
+def test_sequence_follows_the_closed_form(name: str, kwargs: dict) -> None:
+    opt = make_optimizer()
+    seq = lr_sequence(lambda o: CLASSES[name](o, **kwargs), opt)
+    for epoch, lrs in enumerate(seq):
+        for lr, base in zip(lrs, BASE_LRS):
+            assert lr == pytest.approx(closed_form(name, kwargs, base, epoch), rel=1e-12,
+                                       abs=1e-12 * base)
+    assert [g["lr"] for g in opt.param_groups] == seq[-1]
+
+
+@given(T_max=st.integers(1, 20), frac=st.floats(0.0, 0.9), base=st.floats(1e-4, 1.0),
+       n=st.integers(1, 60))
+def test_cosine_recursion_matches_closed_form_and_torch(T_max: int, frac: float, base: float,
+                                                       n: int) -> None:
+    """Past T_max the cosine climbs back up (period 2 T_max); the recursive update stays on
+    the closed form, and equals torch's sequence exactly."""
+    kwargs = dict(T_max=T_max, eta_min=frac * base)
+    seq = lr_sequence(lambda o: CosineAnnealingLR(o, **kwargs), make_optimizer((base,)), n)
+    for epoch, (lr,) in enumerate(seq):
+        want = closed_form("CosineAnnealingLR", kwargs, base, epoch)
+        assert abs(lr - want) <= 1e-12 * base
+    theirs = lr_sequence(lambda o: torch_scheduler("CosineAnnealingLR")(o, **kwargs),
+                         torch_optimizer((base,)), n)
+    assert seq == theirs
+
+
+def test_cosine_reaches_eta_min_at_t_max_and_base_at_twice() -> None:
+    seq = lr_sequence(lambda o: CosineAnnealingLR(o, T_max=8, eta_min=0.01),
+                      make_optimizer((0.5,)), 16)
+    assert seq[8][0] == pytest.approx(0.01, abs=1e-15)
+    assert seq[16][0] == pytest.approx(0.5, rel=1e-14)
+    assert seq[4][0] == pytest.approx(0.01 + 0.49 / 2, rel=1e-14)
+
+
+def test_scheduled_lr_is_used_by_the_optimizer() -> None:
+    """With StepLR(step_size=2, gamma=0.1) and unit gradients, SGD moves by 1, 1, 0.1, 0.1."""
+    w = tr.tensor(np.zeros(1), requires_grad=True)
+    opt = SGD([w], lr=1.0)
+    sched = StepLR(opt, step_size=2, gamma=0.1)
+    positions = []
+    for _ in range(4):
+        w.grad = np.ones(1)
+        opt.step()
+        sched.step()
+        positions.append(float(w.data[0]))
+    np.testing.assert_allclose(positions, [-1.0, -2.0, -2.1, -2.2], rtol=1e-15)
+
+
+def test_initial_state() -> None:
+    opt = make_optimizer()
+    sched = CosineAnnealingLR(opt, T_max=5)
+    assert sched.last_epoch == 0
+    assert sched.get_last_lr() == list(BASE_LRS)
+    assert sched.base_lrs == list(BASE_LRS)
+    assert [g["initial_lr"] for g in opt.param_groups] == list(BASE_LRS)
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS[:6], ids=ids(CONFIGS[:6]))
+def test_state_dict_round_trip(name: str, kwargs: dict) -> None:
+    """Stop after 13 epochs, restore optimizer and scheduler into fresh objects, and the
+    sequence continues exactly as without the interruption."""
+    full = lr_sequence(lambda o: CLASSES[name](o, **kwargs), make_optimizer(), 30)
+
+    opt = make_optimizer()
+    sched = CLASSES[name](opt, **kwargs)
+    for _ in range(13):
+        opt.step()
+        sched.step()
+    opt_state, sched_state = opt.state_dict(), sched.state_dict()
+    assert "optimizer" not in sched_state and sched_state["last_epoch"] == 13
+
+    opt2 = make_optimizer((7.0, 7.0))
+    sched2 = CLASSES[name](opt2, **kwargs)  # create the scheduler first, then load both
+    opt2.load_state_dict(opt_state)
+    sched2.load_state_dict(sched_state)
+    rest = [list(sched2.get_last_lr())]
+    for _ in range(17):
+        opt2.step()
+        sched2.step()
+        rest.append(list(sched2.get_last_lr()))
+    assert full[13:] == rest
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS[::2], ids=ids(CONFIGS[::2]))
+def test_state_dict_equals_torch(name: str, kwargs: dict) -> None:
+    opt, topt = make_optimizer(), torch_optimizer()
+    sched = CLASSES[name](opt, **kwargs)
+    tsched = torch_scheduler(name)(topt, **kwargs)
+    for _ in range(9):
+        opt.step()
+        topt.step()
+        sched.step()
+        tsched.step()
+    assert sched.state_dict() == tsched.state_dict()
+
+
+def test_resume_with_last_epoch() -> None:
+    """last_epoch >= 0 needs initial_lr in every group (restored with the optimizer's state);
+    the resumed sequence then equals torch's."""
+    with pytest.raises(KeyError, match="initial_lr"):
+        CosineAnnealingLR(make_optimizer(), T_max=10, last_epoch=4)
+    kwargs = dict(T_max=10, eta_min=0.001)
+    at_epoch_4 = tuple(closed_form("CosineAnnealingLR", kwargs, b, 4) for b in BASE_LRS)
+
+    def resumed(opt: Any, cls: Callable) -> list:
+        for group, base in zip(opt.param_groups, BASE_LRS):
+            group["initial_lr"] = base
+        sched = cls(opt, last_epoch=4, **kwargs)
+        assert sched.last_epoch == 5 and sched.base_lrs == list(BASE_LRS)
+        seq = [list(sched.get_last_lr())]
+        for _ in range(25):
+            opt.step()
+            sched.step()
+            seq.append(list(sched.get_last_lr()))
+        return seq
+
+    ours = resumed(make_optimizer(at_epoch_4), CosineAnnealingLR)
+    assert ours[0] == list(at_epoch_4)  # the initial step leaves the restored rates alone
+    assert ours == resumed(torch_optimizer(at_epoch_4), torch_scheduler("CosineAnnealingLR"))
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS[::3], ids=ids(CONFIGS[::3]))
+def test_step_with_epoch_uses_closed_form_and_warns(name: str, kwargs: dict) -> None:
+    opt = make_optimizer()
+    sched = CLASSES[name](opt, **kwargs)
+    opt.step()
+    with pytest.warns(UserWarning, match="deprecated"):
+        sched.step(12)
+    assert sched.last_epoch == 12
+    want = [closed_form(name, kwargs, base, 12) for base in BASE_LRS]
+    np.testing.assert_allclose(sched.get_last_lr(), want, rtol=1e-14)
+
+
+def test_warns_when_scheduler_steps_before_optimizer() -> None:
+    opt = make_optimizer()
+    sched = StepLR(opt, step_size=2)
+    with pytest.warns(UserWarning, match=r"before optimizer.step\(\)"):
+        sched.step()
+    opt2 = make_optimizer()
+    sched2 = StepLR(opt2, step_size=2)
+    opt2.step()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sched2.step()
+
+
+def test_get_lr_outside_step_warns() -> None:
+    sched = ExponentialLR(make_optimizer(), gamma=0.5)
+    with pytest.warns(UserWarning, match="get_last_lr"):
+        sched.get_lr()
+
+
+def test_argument_checks() -> None:
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        StepLR(object(), step_size=2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="step_size: 0"):
+        StepLR(make_optimizer(), step_size=0)
+    with pytest.raises(ValueError, match="T_max: 0"):
+        CosineAnnealingLR(make_optimizer(), T_max=0)
+    assert issubclass(CosineAnnealingLR, LRScheduler)

@@ -1,0 +1,340 @@
+"""The Tensor API contract (core issue, item 2): construction and the dtype policy, scalars
+that never promote float32, gradient accumulation, properties and conversions, operator
+sugar, NumPy-named methods, the top-level split/stack/cat/where, and repr."""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tinygrad_rnn as tr
+
+
+def leaf(values: Any, dtype: Any = np.float64) -> tr.Tensor:
+    return tr.Tensor(np.asarray(values, dtype=dtype), requires_grad=True)
+
+
+# ----------------------------------------------------------------------------- construction
+@pytest.mark.parametrize("data, dtype", [
+    (1.5, np.float32),
+    ([1.0, 2.5], np.float32),
+    ([[1.0], [2.0]], np.float32),
+    (3, np.int64),
+    ([1, 2, 3], np.int64),
+    (True, np.bool_),
+    (np.array([1.0, 2.0]), np.float64),
+    (np.array([1.0, 2.0], dtype=np.float32), np.float32),
+    (np.array([1, 2], dtype=np.int32), np.int32),
+    (np.float64(2.5), np.float64),
+    (np.float32(2.5), np.float32),
+])
+def test_dtype_policy_on_construction(data: Any, dtype: type) -> None:
+    x = tr.Tensor(data)
+    assert x.dtype == dtype
+    np.testing.assert_array_equal(x.numpy(), np.asarray(data))
+    assert not x.requires_grad and x.grad is None and x.is_leaf
+
+
+def test_dtype_argument_converts_and_data_is_copied() -> None:
+    src = np.array([1.0, 2.0])
+    x = tr.Tensor(src, dtype=np.float32)
+    assert x.dtype == np.float32
+    y = tr.Tensor(src, requires_grad=True)
+    src[0] = 100.0
+    assert y.data[0] == 1.0 and not np.shares_memory(y.data, src)
+    z = tr.Tensor(y)  # from a tensor: a copy of its data, a new leaf
+    assert not np.shares_memory(z.data, y.data) and z.dtype == np.float64
+    assert tr.tensor([1.0], requires_grad=True, dtype=np.float64).dtype == np.float64
+
+
+def test_integer_tensors_allowed_without_grad() -> None:
+    ids = tr.Tensor([0, 2, 1])
+    assert ids.dtype == np.int64 and not ids.requires_grad
+    with pytest.raises(TypeError, match="int64"):
+        tr.Tensor([0, 2, 1], requires_grad=True)
+    assert (ids + 1).dtype == np.int64  # an int scalar keeps integer tensors integer
+
+
+def test_requires_grad_flag_and_setter() -> None:
+    x = tr.Tensor([1.0, 2.0])
+    assert x.requires_grad_() is x and x.requires_grad
+    x.requires_grad = False
+    assert not x.requires_grad
+    y = leaf([1.0]) * 2.0
+    with pytest.raises(RuntimeError, match="detach"):
+        y.requires_grad_(False)
+
+
+# ----------------------------------------------------------------------------- scalars
+BINARY = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+}
+SCALARS: list[Any] = [2.5, 3, np.float64(2.5), np.float32(2.5), np.int64(3), True]
+
+
+@pytest.mark.parametrize("scalar", SCALARS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_scalar_never_promotes_float32(op: str, scalar: Any) -> None:
+    xv = np.array([0.5, -1.25, 2.0], dtype=np.float32)
+    fn = BINARY[op]
+    s32 = np.float32(scalar)
+    for reflected in (False, True):
+        x = leaf(xv, np.float32)
+        y = fn(scalar, x) if reflected else fn(x, scalar)
+        expected = fn(s32, xv) if reflected else fn(xv, s32)
+        assert y.dtype == np.float32, (op, reflected)
+        np.testing.assert_allclose(y.data, expected, rtol=1e-7)
+        y.sum().backward()
+        assert x.grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("exponent", [2.0, 2, np.float64(0.5), np.float32(3.0)],
+                         ids=lambda s: type(s).__name__)
+def test_pow_by_scalar_keeps_float32(exponent: Any) -> None:
+    x = leaf([0.5, 1.5, 4.0], np.float32)
+    y = x ** exponent
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y.data, np.array([0.5, 1.5, 4.0], np.float32) ** np.float32(
+        exponent), rtol=1e-6)
+    y.sum().backward()
+    assert x.grad.dtype == np.float32
+    with pytest.raises(TypeError):  # a tensor exponent (and so 2 ** x) is not supported
+        2.0 ** x
+
+
+def test_scalar_keeps_float64_tensor_float64() -> None:
+    x = leaf([0.1, 0.2])
+    assert (x * np.float32(2.0)).dtype == np.float64
+    assert (1.0 - x).dtype == np.float64
+    assert (x ** np.float32(2.0)).dtype == np.float64
+
+
+@pytest.mark.parametrize("scalar", [0.5, np.float64(0.5), np.float32(0.5), 1],
+                         ids=lambda s: type(s).__name__)
+def test_comparisons_give_boolean_tensors_without_grad(scalar: Any) -> None:
+    x = leaf([0.25, 0.5, 0.75], np.float32)
+    for fn in (operator.lt, operator.le, operator.gt, operator.ge):
+        out = fn(x, scalar)
+        want = fn(np.array([0.25, 0.5, 0.75], np.float32), np.float32(scalar))
+        assert out.dtype == np.bool_ and not out.requires_grad and out.grad_fn is None
+        np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(x.eq(0.5).numpy(), [False, True, False])
+    np.testing.assert_array_equal(x.ne(0.5).numpy(), [True, False, True])
+
+
+def test_equality_operator_is_identity_so_tensors_hash() -> None:
+    a, b = tr.Tensor([1.0]), tr.Tensor([1.0])
+    assert a == a and a != b
+    assert len({a, b}) == 2
+
+
+# ----------------------------------------------------------------------------- grad
+def test_grad_accumulates_across_backward_calls_and_zero_grad() -> None:
+    x = leaf([1.0, 2.0])
+    (x * 3.0).sum().backward()
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad, [5.0, 7.0])
+    x.zero_grad()
+    assert x.grad is None
+    (x * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0])
+
+
+def test_grad_is_a_fresh_array_of_input_shape_and_dtype() -> None:
+    x = leaf(np.ones((2, 3), dtype=np.float32), np.float32)
+    y = x * 1.0
+    g = np.ones((2, 3), dtype=np.float32)
+    y.backward(g)
+    assert isinstance(x.grad, np.ndarray)
+    assert x.grad.shape == (2, 3) and x.grad.dtype == np.float32
+    assert not np.shares_memory(x.grad, g)
+
+
+# ----------------------------------------------------------------------------- properties
+def test_shape_dtype_ndim_size_T_len_iter() -> None:
+    x = tr.Tensor(np.arange(24.0).reshape(2, 3, 4))
+    assert x.shape == (2, 3, 4) and isinstance(x.shape, tuple)
+    assert x.dtype == np.float64 and x.ndim == 3 and x.size == 24 and len(x) == 2
+    assert x.T.shape == (4, 3, 2)
+    np.testing.assert_array_equal(x.T.numpy(), x.numpy().T)
+    rows = list(x)
+    assert len(rows) == 2 and rows[1].shape == (3, 4)
+    with pytest.raises(TypeError):
+        len(tr.Tensor(1.0))
+    assert x.device == "cpu"
+
+
+def test_numpy_item_tolist() -> None:
+    x = tr.Tensor(np.array([[1.5, 2.5]]))
+    assert isinstance(x.numpy(), np.ndarray) and np.shares_memory(x.numpy(), x.data)
+    assert x.tolist() == [[1.5, 2.5]]
+    one = tr.Tensor(np.array([[4.25]]))
+    assert one.item() == 4.25 and isinstance(one.item(), float)
+    assert isinstance(tr.Tensor(3).item(), int)
+
+
+def test_detach_shares_data_and_drops_graph() -> None:
+    x = leaf([1.0, 2.0])
+    y = x * 2.0
+    d = y.detach()
+    assert np.shares_memory(d.data, y.data)
+    assert d.is_leaf and not d.requires_grad and d.grad_fn is None
+    assert y.grad_fn is not None and y.grad_fn.name == "Mul"
+
+
+def test_clone_is_a_differentiable_copy() -> None:
+    x = leaf([1.0, 2.0])
+    c = x.clone()
+    assert not np.shares_memory(c.data, x.data) and c.grad_fn is not None
+    (c * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0])
+
+
+def test_astype_float_double_are_differentiable() -> None:
+    x = leaf([1.0, 2.0], np.float32)
+    assert x.astype(np.float32) is x
+    y = x.double()
+    assert y.dtype == np.float64
+    (y * np.float64(0.1)).sum().backward()
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(x.grad, [0.1, 0.1], rtol=1e-7)
+    z = leaf([1.0])
+    assert z.float().dtype == np.float32
+    ids = tr.Tensor([1, 2]).astype(np.float32)
+    assert ids.dtype == np.float32 and not ids.requires_grad
+
+
+# ----------------------------------------------------------------------------- sugar
+def test_operator_sugar_values_and_gradients() -> None:
+    av, bv = np.array([[1.0, -2.0], [3.0, 0.5]]), np.array([[0.5, 4.0], [-1.0, 2.0]])
+    a, b = leaf(av), leaf(bv)
+    out = (-a + b) * a - b / a + (a @ b)
+    np.testing.assert_allclose(out.data, (-av + bv) * av - bv / av + av @ bv, rtol=1e-15)
+    out.sum().backward()
+    ones = np.ones((2, 2))
+    # d/da: -a + (-a + b) + b / a^2 + G b^T ; d/db: a - 1 / a + a^T G
+    np.testing.assert_allclose(a.grad, -av + (-av + bv) + bv / av ** 2 + ones @ bv.T,
+                               rtol=1e-14)
+    np.testing.assert_allclose(b.grad, av - 1 / av + av.T @ ones, rtol=1e-14)
+
+
+def test_reflected_matmul_and_numpy_operands() -> None:
+    w = leaf(np.eye(2) * 2.0)
+    m = np.array([[1.0, 2.0]])
+    out = m @ w  # ndarray @ Tensor goes to Tensor.__rmatmul__
+    assert isinstance(out, tr.Tensor)
+    np.testing.assert_array_equal(out.data, [[2.0, 4.0]])
+    out.sum().backward()
+    np.testing.assert_array_equal(w.grad, [[1.0, 1.0], [2.0, 2.0]])
+    assert isinstance(np.ones(2) + w[0], tr.Tensor)
+
+
+def test_indexing_values_and_gradient_accumulation() -> None:
+    x = leaf(np.arange(6.0).reshape(2, 3))
+    picked = x[np.array([0, 0, 1]), np.array([1, 1, 2])]  # repeated index accumulates
+    np.testing.assert_array_equal(picked.data, [1.0, 1.0, 5.0])
+    (picked.sum() + x[1, :2].sum() + x[tr.Tensor([1])].sum()).backward()
+    np.testing.assert_array_equal(x.grad, [[0.0, 2.0, 0.0], [2.0, 2.0, 2.0]])
+
+
+@pytest.mark.parametrize("name, ref", [
+    ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("abs", np.abs),
+    ("tanh", np.tanh), ("relu", lambda v: np.maximum(v, 0)),
+    ("sigmoid", lambda v: 1 / (1 + np.exp(-v))),
+])
+def test_unary_methods_match_numpy(name: str, ref: Callable) -> None:
+    xv = np.array([0.3, 1.7, 2.2]) if name in ("log", "sqrt") else np.array([-1.3, 0.4, 2.2])
+    y = getattr(leaf(xv), name)()
+    np.testing.assert_allclose(y.data, ref(xv), rtol=1e-15)
+
+
+def test_reduction_methods_axis_keepdims_dim() -> None:
+    xv = np.array([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+    x = tr.Tensor(xv)
+    np.testing.assert_array_equal(x.sum().data, xv.sum())
+    np.testing.assert_array_equal(x.sum(axis=0).data, xv.sum(axis=0))
+    np.testing.assert_array_equal(x.sum(dim=1, keepdims=True).data, xv.sum(1, keepdims=True))
+    np.testing.assert_array_equal(x.mean(axis=(0, 1)).data, xv.mean())
+    np.testing.assert_array_equal(x.max(axis=1).data, [5.0, 6.0])
+    np.testing.assert_array_equal(x.min(axis=0).data, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x.maximum(3.0).data, np.maximum(xv, 3.0))
+    np.testing.assert_array_equal(x.minimum(3.0).data, np.minimum(xv, 3.0))
+    np.testing.assert_array_equal(x.clip(2.0, 5.0).data, np.clip(xv, 2.0, 5.0))
+    np.testing.assert_array_equal(x.clamp(max=2.0).data, np.clip(xv, None, 2.0))
+    np.testing.assert_allclose(x.softmax(axis=0).data.sum(axis=0), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(np.exp(x.log_softmax().data).sum(axis=1), 1.0, rtol=1e-15)
+
+
+def test_shape_methods() -> None:
+    x = leaf(np.arange(6.0))
+    assert x.reshape(2, 3).shape == (2, 3) and x.reshape((3, 2)).shape == (3, 2)
+    assert x.view(-1, 2).shape == (3, 2)
+    y = x.reshape(1, 2, 3)
+    assert y.flatten().shape == (6,)
+    assert y.transpose(2, 0, 1).shape == (3, 1, 2) and y.permute((1, 2, 0)).shape == (2, 3, 1)
+    assert y.swapaxes(0, 2).shape == (3, 2, 1)
+    assert y.squeeze().shape == (2, 3) and y.squeeze(0).shape == (2, 3)
+    assert y.squeeze(1).shape == (1, 2, 3)  # not of size 1: unchanged
+    assert y.unsqueeze(-1).shape == (1, 2, 3, 1) and y.unsqueeze(1).shape == (1, 1, 2, 3)
+    assert x[:2].broadcast_to((3, 2)).shape == (3, 2)
+    assert x[:2].expand((2, 2)).shape == (2, 2)
+    z = y.transpose(2, 0, 1).reshape(6)
+    z.backward(np.arange(6.0))
+    np.testing.assert_array_equal(x.grad, [0.0, 2.0, 4.0, 1.0, 3.0, 5.0])
+
+
+# ----------------------------------------------------------------------------- top level
+def test_split_stack_cat_where_top_level() -> None:
+    x = leaf(np.arange(5.0))
+    a, b = tr.split(x, [2, 3])
+    np.testing.assert_array_equal(a.data, [0.0, 1.0])
+    s = tr.stack([a, a * 2.0], axis=1)  # (2, 2)
+    assert s.shape == (2, 2)
+    c = tr.cat([b, a], dim=0)
+    np.testing.assert_array_equal(c.data, [2.0, 3.0, 4.0, 0.0, 1.0])
+    assert tr.concatenate is tr.cat
+    w = tr.where(c > 1.5, c, tr.zeros_like(c))
+    np.testing.assert_array_equal(w.data, [2.0, 3.0, 4.0, 0.0, 0.0])
+    (s.sum() + (w * np.arange(5.0)).sum()).backward()
+    # a gets 1 + 2 from the stack; b gets 0, 1, 2 from where; a's where entries are masked out
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0, 0.0, 1.0, 2.0])
+    pieces = tr.split(x, 2)
+    assert [p.shape for p in pieces] == [(2,), (2,), (1,)]
+
+
+@given(n=st.integers(1, 8), size=st.integers(1, 8))
+def test_split_by_size_covers_the_axis(n: int, size: int) -> None:
+    x = tr.Tensor(np.arange(float(n)))
+    pieces = tr.split(x, size)
+    assert all(p.shape[0] == size for p in pieces[:-1]) and 1 <= pieces[-1].shape[0] <= size
+    np.testing.assert_array_equal(tr.cat(list(pieces)).data, x.data)
+
+
+def test_creation_helpers() -> None:
+    assert tr.zeros(2, 3).shape == (2, 3) and tr.zeros((2, 3)).dtype == np.float32
+    assert tr.ones(2, dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(tr.full((2,), 7.0).data, [7.0, 7.0])
+    x = leaf([1.0, 2.0])
+    assert tr.zeros_like(x).dtype == np.float64 and not tr.zeros_like(x).requires_grad
+    assert tr.ones_like(x, requires_grad=True).requires_grad
+    np.testing.assert_array_equal(tr.arange(3).data, [0, 1, 2])
+    r1, r2 = tr.randn(2, 3, generator=7), tr.randn(2, 3, generator=7)
+    np.testing.assert_array_equal(r1.data, r2.data)
+    assert r1.dtype == np.float32
+    u = tr.rand(100, generator=1)
+    assert np.all((u.data >= 0) & (u.data < 1))
+
+
+# ----------------------------------------------------------------------------- repr
+def test_repr_is_readable() -> None:
+    x = tr.Tensor(np.array([1.0, 2.5]))
+    assert repr(x) == "Tensor([1. , 2.5], dtype=float64)"
+    r = repr(leaf([1.0]))
+    assert "requires_grad=True" in r and "float64" in r
+    y = leaf(np.ones((2, 2))) * 2.0
+    assert "grad_fn=Mul" in repr(y) and "[[2., 2.]," in repr(y)
+    assert "dtype=float32" in repr(tr.Tensor([0.5]))
