@@ -169,6 +169,15 @@ def test_float32_output_refused():
         tr.gradcheck(lambda t: t.float().tanh(), x)
 
 
+def test_extended_precision_output_accepted():
+    # regression: only outputs *less* precise than float64 are refused; a cast up to
+    # longdouble (80-bit on x86-64, plain float64 elsewhere) loses nothing and is checkable
+    x = t64([0.5, -1.0])
+    assert tr.gradcheck(lambda t: (t.astype(np.longdouble) * 3).tanh(), x)
+    with pytest.raises(tr.GradcheckError):
+        tr.gradcheck(lambda t: TanhScaledBy2.apply(t).astype(np.longdouble), x)
+
+
 def test_float32_central_differences_are_meaningless():
     # the numbers quoted in docs/gradcheck.md: in float32, eps=1e-6 gives errors of order
     # u/eps = 6e-2 relative; even the optimal eps ~ u^(1/3) leaves ~1e-5; float64 at 1e-6

@@ -422,6 +422,15 @@ def test_user_op_with_two_outputs():
     assert check_function(lambda t: SplitHalvesOk.apply(t), x).passed
 
 
+def test_check_op_builtins_with_constants_scalars_and_two_outputs():
+    rng = np.random.default_rng(9)
+    w = t64(rng.standard_normal((5, 3)))
+    assert check_op(tr.ops.Embedding, w, ids=np.array([[1, 1], [4, 0]])).passed
+    assert check_op(tr.ops.Mul, w, 2.5).passed  # a Python scalar input, as apply takes it
+    report = check_op(tr.ops.Split, w, sizes=[1, 2], axis=1)
+    assert report.passed and report.gradcheck.entries == 15 * 15
+
+
 def test_check_function_with_constant_inputs():
     w = t64(np.random.default_rng(3).standard_normal((5, 3)))
     ids = tr.Tensor(np.array([[0, 4], [2, 2]]))  # int64 constant
@@ -614,6 +623,15 @@ def test_check_jacobian_builtin_jacobians(x):
     assert check_jacobian(tr.ops.Sigmoid, tr.jacobians.sigmoid, x).passed
     assert check_jacobian(lambda t: t.softmax(axis=-1), tr.jacobians.softmax, x).passed
     assert check_jacobian(lambda t: t.log_softmax(axis=-1), tr.jacobians.log_softmax, x).passed
+    assert check_jacobian(Tanh64, tr.jacobians.tanh, x).passed  # a user-defined op
+
+
+@pytest.mark.parametrize("op", [WrongFormula, WrongShape, WrongDtype])
+def test_check_jacobian_fails_broken_backward(op):
+    x = np.array([[0.4, -0.9, 1.3], [0.2, 0.6, -1.1]])
+    with pytest.raises(CheckFailure) as info:
+        check_jacobian(op, tr.jacobians.tanh, x)
+    assert [r.name for r in info.value.report.failures] == ["backward(g) == J^T g"]
 
 
 def test_check_jacobian_full_form_at_input():

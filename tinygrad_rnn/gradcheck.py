@@ -24,8 +24,10 @@ Two modes:
 An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|`` (eq. 6).
 
 Outputs may be a Tensor or a (nested) tuple/list of Tensors; ``None`` entries and integer or
-boolean outputs (indices, masks) carry no gradient and are skipped. Floating-point outputs must
-be float64: finite differences of a float32 output are as meaningless as of a float32 input.
+boolean outputs (indices, masks) carry no gradient and are skipped. Checked inputs and
+floating-point outputs must be at least as precise as float64 (float64, or the platform's
+extended ``longdouble``): finite differences of a float32 output are as meaningless as of a
+float32 input.
 """
 from __future__ import annotations
 
@@ -147,11 +149,16 @@ def flatten_outputs(out: Any) -> list:
     return flat
 
 
+def _below_float64(dtype: Any) -> bool:
+    """True for float dtypes less precise than float64 (float16, float32)."""
+    return np.finfo(dtype).eps > np.finfo(np.float64).eps
+
+
 def _float_outputs(fn: Callable, args: Sequence[Any]) -> list:
     """Run ``fn`` and return its floating-point outputs (those that can carry a gradient)."""
     outs = [o for o in flatten_outputs(fn(*args)) if is_float_dtype(o.dtype)]
     for i, o in enumerate(outs):
-        if o.dtype != np.float64:
+        if _below_float64(o.dtype):
             raise TypeError(
                 f"gradcheck: floating-point output {i} has dtype {o.dtype} although every "
                 f"checked input is float64; finite differences of a {o.dtype} output are "
@@ -162,7 +169,7 @@ def _float_outputs(fn: Callable, args: Sequence[Any]) -> list:
 
 
 def _refuse_low_precision(k: int, x: Tensor) -> None:
-    if x.dtype != np.float64:
+    if _below_float64(x.dtype):
         raise TypeError(
             f"gradcheck: input {k} has dtype {x.dtype}; finite differences need float64. In "
             f"float32 (unit round-off 6e-8) the round-off error of a central difference at "
@@ -210,9 +217,9 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
         Takes the inputs (in order), returns a Tensor or a (nested) tuple/list of Tensors.
     inputs : Tensor or sequence
         Tensors with ``requires_grad=True`` are checked and must be float64 (lower precision
-        raises ``TypeError`` explaining why); anything else (constants, integer tensors,
-        NumPy arrays) is passed through unchanged. The checked tensors are copied: the
-        caller's tensors and their ``.grad`` are never touched.
+        raises ``TypeError`` explaining why; ``longdouble`` is accepted too); anything else
+        (constants, integer tensors, NumPy arrays) is passed through unchanged. The checked
+        tensors are copied: the caller's tensors and their ``.grad`` are never touched.
     eps : float
         Finite-difference step; 1e-6 is near the optimum u^(1/3) for float64.
     atol, rtol : float
@@ -240,7 +247,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
     GradcheckError
         (a subclass of ``AssertionError``) when a gradient is wrong and ``raise_exception``.
     TypeError
-        When a checked input or a floating-point output is not float64.
+        When a checked input or a floating-point output is less precise than float64.
     ValueError
         When no input requires a gradient, or for an unknown ``mode``.
 

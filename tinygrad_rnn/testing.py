@@ -4,7 +4,7 @@ This module needs `hypothesis <https://hypothesis.readthedocs.io>`_ (a test depe
 ``tinygrad_rnn`` imports it only on first use of ``tr.testing``.
 
 Strategies (each returns a hypothesis ``SearchStrategy``)
---------------------------------------------------------
+---------------------------------------------------------
 :func:`arrays`, :func:`tensors`
     float64 (by default) NumPy arrays / Tensors with bounded elements, optionally kept away
     from a kink at 0 (``min_magnitude``).
@@ -19,9 +19,11 @@ Strategies (each returns a hypothesis ``SearchStrategy``)
 :func:`token_ids`
     Integer ids in ``[0, vocab_size)``, optionally with invalid ones.
 
-Checkers (each returns a :class:`CheckReport`, or raises :class:`CheckFailure`, an
-``AssertionError``, naming every check that failed)
---------------------------------------------------------------------------------------
+Checkers
+--------
+Each returns a :class:`CheckReport`, or raises :class:`CheckFailure` (an ``AssertionError``)
+naming every check that failed.
+
 :func:`check_function`
     float64 :func:`~tinygrad_rnn.gradcheck` (full for small inputs, directional for large)
     plus the VJP contract every built-in op obeys: gradient shape and dtype equal the
@@ -984,8 +986,9 @@ def _run_gradcheck(report: CheckReport, fn: Callable, args: list, diff: list, la
                   f"max abs error {result.max_abs_error:.2g}")
         report.results.append(CheckResult(name, True, detail))
         return
-    where = (f"{result.label}, element {result.element}, output {result.output_index}"
-             if mode == "full" else f"direction {result.direction}, traced to {result.label}")
+    where = (f"{result.label}, element {result.element}, output {result.output_index} "
+             f"element {result.output_element}" if mode == "full" else
+             f"direction {result.direction}, traced to {result.label}")
     report.results.append(CheckResult(
         name, False,
         f"wrong gradient at {where}: analytic {result.analytic:.10g}, numeric "
@@ -1409,8 +1412,12 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
     for _ in range(n_vectors):
         g = rng.standard_normal(ys)
         leaf.grad = None
-        if y.requires_grad:
-            y.backward(g.copy(), retain_graph=True)
+        try:
+            if y.requires_grad:
+                y.backward(g.copy(), retain_graph=True)
+        except Exception as exc:  # noqa: BLE001 - reported as the failure
+            problem = f"backward raised {_describe(exc)}"
+            break
         got = np.zeros(xs) if leaf.grad is None else _host(leaf.grad)
         want = jt_g(g)
         err = np.abs(got - want)

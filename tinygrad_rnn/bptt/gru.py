@@ -8,9 +8,9 @@ Conventions (papers and frameworks disagree, so read this)
 -----------------------------------------------------------
 * Gate rows of weight_ih / weight_hh / biases are stacked in PyTorch's order **r, z, n**.
 * The update gate z weights the **previous state**: h_t = (1 - z_t) * n_t + z_t * h_{t-1}
-  (PyTorch, cuDNN). Cho et al. 2014 and many lecture notes write
-  h_t = (1 - z_t) * h_{t-1} + z_t * h~_t instead; that is the same model with z relabelled
-  as 1 - z.
+  (PyTorch, cuDNN, and Cho et al. 2014, eq. 7). Chung et al. 2014 and many lecture notes
+  write h_t = (1 - z_t) * h_{t-1} + z_t * h~_t instead; that is the same model with z
+  relabelled as 1 - z.
 * Where the reset gate acts is selected by ``reset``:
   ``'after'`` (PyTorch/cuDNN, the default) applies r_t to the recurrent *product*,
   r_t * (W_hn h_{t-1} + b_hn); ``'before'`` (Cho et al. 2014, the lectures) applies it to the

@@ -34,7 +34,8 @@ def rnn_step(xw: Tensor, h_prev: Tensor, weight_hh: Tensor, bias_hh: Tensor | No
              nonlinearity: str = "tanh") -> Tensor:
     """One Elman step given the input projection xw = W_ih x_t + b_ih:
 
-    h_t = act(xw + W_hh h_{t-1} + b_hh)                                   (E1)
+    a_t = xw + W_hh h_{t-1} + b_hh                                        (E1)
+    h_t = act(a_t)                                                        (E2)
     """
     a = xw + _hidden_proj(h_prev, weight_hh, bias_hh)  # (N, H)
     return a.tanh() if nonlinearity == "tanh" else a.relu()
@@ -46,8 +47,8 @@ def gru_step(xw: Tensor, h_prev: Tensor, weight_hh: Tensor, bias_hh: Tensor | No
 
     r_t = sigma(W_ir x_t + b_ir + W_hr h_{t-1} + b_hr)                    (G1)
     z_t = sigma(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz)                    (G2)
-    'after':  n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn))    (G3a)
-    'before': n_t = tanh(W_in x_t + b_in + W_hn (r_t * h_{t-1}) + b_hn)    (G3b)
+    'after':  n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn))    (G3)
+    'before': n_t = tanh(W_in x_t + b_in + W_hn (r_t * h_{t-1}) + b_hn)    (G3')
     h_t = (1 - z_t) * n_t + z_t * h_{t-1}                                  (G4)
     """
     H = h_prev.shape[-1]
@@ -76,7 +77,7 @@ def lstm_step(xw: Tensor, h_prev: Tensor, c_prev: Tensor, weight_hh: Tensor,
               coupled: bool = False) -> tuple[Tensor, Tensor]:
     """One LSTM step given xw = W_ih x_t + b_ih (blocks i, f, g, o; f, g, o if coupled):
 
-    i_t = sigma(a_i [+ w_ci * c_{t-1}])        f_t = sigma(a_f [+ w_cf * c_{t-1}])   (L1, L2)
+    i_t = sigma(a_i [+ w_ci * c_{t-1}])        f_t = sigma(a_f [+ w_cf * c_{t-1}])  (L1), (L2)
     g_t = tanh(a_g)                                                                (L3)
     c_t = f_t * c_{t-1} + i_t * g_t     (coupled: i_t = 1 - f_t)                     (L4)
     o_t = sigma(a_o [+ w_co * c_t])                                                (L5)
@@ -184,7 +185,7 @@ class _CellBase(Module):
 
 
 class RNNCell(_CellBase):
-    """Elman cell: h' = act(W_ih x + b_ih + W_hh h + b_hh), act tanh or relu (eq. E1).
+    """Elman cell: h' = act(W_ih x + b_ih + W_hh h + b_hh), act tanh or relu (eqs. E1, E2).
 
     Parameters and shapes as torch.nn.RNNCell: weight_ih (H, D), weight_hh (H, H),
     bias_ih (H,), bias_hh (H,), initialised U(-1/sqrt(H), 1/sqrt(H)).
@@ -217,8 +218,9 @@ class GRUCell(_CellBase):
     """Gated recurrent unit cell (eqs. G1-G4), gate blocks r, z, n as torch.nn.GRUCell.
 
     The update gate z_t weights the *previous* state: h_t = (1 - z_t) n_t + z_t h_{t-1}
-    (PyTorch). The lectures and Cho et al. write h_t = (1 - z'_t) h_{t-1} + z'_t h~_t, the same
-    model with z' = 1 - z (negate the z rows of the weights and biases to move between them).
+    (PyTorch, and Cho et al. 2014, eq. 7). Chung et al. 2014 and many lecture notes write
+    h_t = (1 - z'_t) h_{t-1} + z'_t h~_t, the same model with z' = 1 - z (negate the z rows of
+    the weights and biases to move between them).
 
     ``reset='after'`` (default; PyTorch/cuDNN): the reset gate scales the recurrent
     projection, n_t = tanh(W_in x + b_in + r_t * (W_hn h_{t-1} + b_hn)).

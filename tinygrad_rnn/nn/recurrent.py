@@ -67,7 +67,7 @@ class StateGradRecorder:
 
 class FusedRecurrent(Function):
     """One layer and direction of an Elman/GRU/LSTM network as a single op whose backward
-    is the explicit BPTT of :mod:`tinygrad_rnn.bptt` (eqs. E3-E7, G5-, L7- of
+    is the explicit BPTT of :mod:`tinygrad_rnn.bptt` (eqs. E3-E7, G5-G11, L7-L13 of
     docs/recurrent.md).
 
     Tensor inputs, in order, named by ``names`` (a subset of x, h0, c0, weight_ih,
