@@ -60,11 +60,13 @@ class GradientMonitor:
         monitor = tr.monitor.GradientMonitor(model)      # switches on state-grad tracking
         loss.backward()
         total = tr.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        monitor.record(clipped=True)                    # before/after clipping
+        monitor.record(pre_clip_norm=total)             # before/after clipping
         monitor.state_norms("rnn", layer=0)             # (steps, T) array
 
     ``record`` must be called after ``backward`` (and after clipping, if any); it reads the
-    gradients, it never changes them.
+    gradients, it never changes them. The norm before clipping is either passed to
+    ``record`` (``clip_grad_norm_`` returns it) or taken by :meth:`before_clip` between
+    backward and clipping.
     """
 
     def __init__(self, model: Any) -> None:
@@ -93,15 +95,30 @@ class GradientMonitor:
                 total += float((g * g).sum())
         return float(np.sqrt(total))
 
-    def record(self, clipped: bool = False) -> None:
+    def record(self, clipped: bool = False, pre_clip_norm: Any = None) -> None:
         """Append this backward pass's norms to the history.
 
-        With ``clipped=True`` the current gradients are taken as the clipped ones; the
-        pre-clipping norm is the one saved by :meth:`before_clip` (or, when that was not
-        called, the per-step state gradients' pass is recorded with the clipped norm only).
+        The global norm before clipping is ``pre_clip_norm`` when given (a float or the 0-d
+        Tensor ``clip_grad_norm_`` returns), else the one saved by :meth:`before_clip` since
+        the last record, else the current norm (no clipping happened). ``clipped=True``
+        says that the gradients were clipped: then one of the first two is required, and its
+        absence raises ``RuntimeError`` instead of recording the clipped norm as the
+        pre-clipping one.
         """
         now = self._global_norm()
-        pre = self._pre_clip if (clipped and self._pre_clip is not None) else now
+        if pre_clip_norm is not None:
+            pre = float(pre_clip_norm.item() if isinstance(pre_clip_norm, Tensor)
+                        else pre_clip_norm)
+        elif self._pre_clip is not None:
+            pre = self._pre_clip
+        elif clipped:
+            raise RuntimeError(
+                "GradientMonitor.record(clipped=True): the norm before clipping is unknown; "
+                "call before_clip() between backward and clipping, or pass "
+                "pre_clip_norm=<the value clip_grad_norm_ returned>"
+            )
+        else:
+            pre = now
         self.history["global_norm"].append(pre)
         self.history["clipped_norm"].append(now)
         self._pre_clip = None

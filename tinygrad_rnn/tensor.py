@@ -622,7 +622,8 @@ def _as_input(x: Any, float_dtype: np.dtype, first: Tensor | None) -> Tensor:
             isinstance(x, (bool, int)) or np.dtype(type(x)).kind in "iub"
         ):
             dtype = first.dtype
-        return Tensor._wrap(get_array_module(first.data if first is not None else None).asarray(x, dtype))
+        xp = get_array_module(first.data if first is not None else None)
+        return Tensor._wrap(xp.asarray(x, dtype))
     return Tensor._wrap(_to_array(x, copy=False))
 
 

@@ -83,17 +83,18 @@ class _Updater:
         r.steps += 1
         self.bar.update(1)
         postfix = {"loss": f"{loss_value:.4g}"}
+        stop = False
         if self.validate is not None and self.val_every and r.steps % self.val_every == 0:
             val = float(self.validate())
             r.val_losses.append((r.steps, val))
             postfix["val"] = f"{val:.4g}"
             if self.stopper is not None and self.stopper.update(val):
-                r.stopped_early = True
-                self.bar.set_postfix(postfix)
-                raise _Stop
+                r.stopped_early = stop = True
         self.bar.set_postfix(postfix)
-        if self.callback is not None:
+        if self.callback is not None:  # also for the update that triggers early stopping
             self.callback(r.steps, loss_value)
+        if stop:
+            raise _Stop
 
 
 def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,

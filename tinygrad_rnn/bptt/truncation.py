@@ -27,12 +27,14 @@ I. Sutskever, "Training recurrent neural networks", PhD thesis, 2013 (section 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+import numpy as np
 
 from ..tensor import Tensor
 
 __all__ = ["Truncation", "Window", "chunked", "williams_peng", "full", "windows",
-           "detach_state", "run_truncated"]
+           "detach_state", "run_truncated", "TruncationBias", "truncation_bias"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,12 @@ class Truncation:
     k2: int
 
     def __post_init__(self) -> None:
+        for name in ("k1", "k2"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(
+                    f"truncation: {name} must be an integer number of steps, got {value!r}"
+                )
         if self.k1 < 1 or self.k2 < self.k1:
             raise ValueError(
                 f"truncation: need 1 <= k1 <= k2, got k1={self.k1}, k2={self.k2}"
@@ -200,3 +208,91 @@ def _gather(parts: list, lo: int, hi: int, axis: int) -> Any:
 def iter_windows(T: int, schedule: Truncation) -> Iterator[Window]:
     """Iterate over :func:`windows` (for progress bars)."""
     yield from windows(T, schedule)
+
+
+class TruncationBias(NamedTuple):
+    """How far the gradient of one truncation schedule is from the full-BPTT gradient.
+
+    ``relative_error`` is ||g_s - g_full|| / ||g_full|| and ``cosine`` is
+    <g_s, g_full> / (||g_s|| ||g_full||), with g the concatenation of all parameter gradients
+    (float64). 0 and 1 mean no bias; NaN when a norm they divide by is 0.
+    """
+
+    schedule: Truncation
+    relative_error: float
+    cosine: float
+
+    @property
+    def k(self) -> int:
+        """The truncation length: k for chunked TBPTT(k), k2 for TBPTT(k1, k2)."""
+        return self.schedule.k2
+
+
+def truncation_bias(forward: Callable[[Tensor, Any], tuple], x: Tensor,
+                    loss_fn: Callable[[Any, int, int], Tensor], params: Iterable[Tensor],
+                    ks: Iterable[int | Truncation], state: Any = None,
+                    time_axis: int = 0) -> list[TruncationBias]:
+    """The truncation-bias meter: compare the TBPTT gradient with the full-BPTT gradient.
+
+    For each entry of ``ks`` (an int k means chunked TBPTT(k); a :class:`Truncation` is used
+    as it is) the gradients of all windows of the schedule are accumulated over the whole
+    sequence (one call of :func:`run_truncated` without ``on_window``, so no update happens
+    in between), and compared with the gradient of full BPTT on the same sequence:
+
+        relative error = ||g_k - g_full|| / ||g_full||,   cosine = <g_k, g_full> / (|g_k| |g_full|)
+
+    With a loss that is a *sum* over steps, every step's loss is counted once by every
+    schedule, so the only difference is the gradient paths that cross a window boundary,
+    which truncation cuts. For k >= T the schedule is one window, the same computation as
+    full BPTT: relative error 0 and cosine 1.
+
+    Parameters
+    ----------
+    forward, x, loss_fn, state, time_axis
+        As for :func:`run_truncated`.
+    params : iterable of Tensor
+        The parameters whose gradients are compared (e.g. ``model.parameters()``). Their
+        ``.grad`` is restored to what it was before the call.
+    ks : iterable of int or Truncation
+
+    Returns
+    -------
+    list of TruncationBias, in the order of ``ks``.
+    """
+    params = list(params)
+    saved = [p.grad for p in params]
+    T = x.shape[time_axis]
+    try:
+        g_full = _gradient_vector(forward, x, full(T), loss_fn, params, state, time_axis)
+        n_full = float(np.linalg.norm(g_full))
+        out = []
+        for k in ks:
+            schedule = k if isinstance(k, Truncation) else chunked(k)
+            g = _gradient_vector(forward, x, schedule, loss_fn, params, state, time_axis)
+            n_g = float(np.linalg.norm(g))
+            rel = float(np.linalg.norm(g - g_full)) / n_full if n_full > 0 else float("nan")
+            if n_full > 0 and n_g > 0:
+                cos = float(np.clip(np.dot(g, g_full) / (n_g * n_full), -1.0, 1.0))
+            else:
+                cos = float("nan")
+            out.append(TruncationBias(schedule, rel, cos))
+    finally:
+        for p, g in zip(params, saved):
+            p.grad = g
+    return out
+
+
+def _gradient_vector(forward: Callable, x: Tensor, schedule: Truncation, loss_fn: Callable,
+                     params: list[Tensor], state: Any, time_axis: int) -> np.ndarray:
+    """All parameter gradients of one truncated pass over ``x``, as one float64 vector."""
+    for p in params:
+        p.grad = None
+    run_truncated(forward, x, schedule, loss_fn, state=state, time_axis=time_axis)
+    parts = []
+    for p in params:
+        if p.grad is None:
+            parts.append(np.zeros(p.size))
+        else:
+            g = p.grad if isinstance(p.grad, np.ndarray) else p.grad.get()  # cupy -> host
+            parts.append(np.asarray(g, dtype=np.float64).ravel())
+    return np.concatenate(parts) if parts else np.zeros(0)
