@@ -279,6 +279,7 @@ def test_shape_methods() -> None:
     assert y.swapaxes(0, 2).shape == (3, 2, 1)
     assert y.squeeze().shape == (2, 3) and y.squeeze(0).shape == (2, 3)
     assert y.squeeze(1).shape == (1, 2, 3)  # not of size 1: unchanged
+    assert tr.Tensor(1.0).squeeze(0).shape == () and tr.Tensor(1.0).squeeze(-1).shape == ()
     assert y.unsqueeze(-1).shape == (1, 2, 3, 1) and y.unsqueeze(1).shape == (1, 1, 2, 3)
     assert x[:2].broadcast_to((3, 2)).shape == (3, 2)
     assert x[:2].expand((2, 2)).shape == (2, 2)
@@ -294,7 +295,7 @@ def test_split_stack_cat_where_top_level() -> None:
     np.testing.assert_array_equal(a.data, [0.0, 1.0])
     s = tr.stack([a, a * 2.0], axis=1)  # (2, 2)
     assert s.shape == (2, 2)
-    c = tr.cat([b, a], dim=0)
+    c = tr.cat([b, a], dim=0)  # regression: dim= used to raise "give axis or dim, not both"
     np.testing.assert_array_equal(c.data, [2.0, 3.0, 4.0, 0.0, 1.0])
     assert tr.concatenate is tr.cat
     w = tr.where(c > 1.5, c, tr.zeros_like(c))

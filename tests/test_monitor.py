@@ -1,0 +1,528 @@
+"""Gradient monitoring and the vanishing-gradient analysis (tinygrad_rnn/monitor.py).
+
+* ``state_grad_norms`` of the layers' per-step state gradients equal the norms of dL/dh_t (and
+  dL/dc_t) read through ``retain_grad`` on a cell unrolled on the autograd path (1e-10);
+* ``GradientMonitor``: history shapes; per-parameter norms are ``np.linalg.norm`` of the
+  gradients; the global norm before and after ``clip_grad_norm_``; identical numbers for the
+  fused and the autograd engines;
+* ``step_jacobians`` (Elman tanh/relu, GRU reset after/before, LSTM plain/peephole/coupled)
+  equal ``tr.jacobian`` of one step, and ``jacobian_products`` equal the norms of
+  ``tr.jacobian`` of the unrolled map from s_t to s_T (1e-10);
+* the bound of Pascanu et al. 2013 holds for tanh RNNs, for hypothesis-drawn weights;
+* ``fit_decay_rate`` and ``gradient_horizon`` recover the rate and the horizon of synthetic
+  geometric sequences exactly;
+* docs/vanishing.md: its code blocks run and its references name existing code and tests.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+import tinygrad_rnn as tr
+from tinygrad_rnn import monitor as mon
+from tinygrad_rnn.nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from tinygrad_rnn.testing import recurrent_weights
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "vanishing.md"
+SAME = 1e-10
+ENGINES = ("fused", "autograd")
+
+
+@dataclass(frozen=True)
+class Variant:
+    mode: str
+    options: tuple = ()
+
+    @property
+    def is_lstm(self) -> bool:
+        return self.mode == "LSTM"
+
+    def layer(self, D: int, H: int, engine: str = "fused", seed: int = 0) -> Any:
+        cls = {"RNN": RNN, "GRU": GRU, "LSTM": LSTM}[self.mode]
+        return cls(D, H, engine=engine, dtype=np.float64, generator=seed, **dict(self.options))
+
+    def cell(self, D: int, H: int, seed: int = 0) -> Any:
+        cls = {"RNN": RNNCell, "GRU": GRUCell, "LSTM": LSTMCell}[self.mode]
+        return cls(D, H, dtype=np.float64, generator=seed, **dict(self.options))
+
+    def __str__(self) -> str:
+        return "-".join([self.mode.lower()] + [f"{k}={v}" for k, v in self.options])
+
+
+VARIANTS = [
+    Variant("RNN", (("nonlinearity", "tanh"),)), Variant("RNN", (("nonlinearity", "relu"),)),
+    Variant("GRU", (("reset", "after"),)), Variant("GRU", (("reset", "before"),)),
+    Variant("LSTM"), Variant("LSTM", (("peephole", True),)), Variant("LSTM", (("coupled", True),)),
+    Variant("LSTM", (("peephole", True), ("coupled", True))),
+]
+VARIANT_IDS = [str(v) for v in VARIANTS]
+
+
+def share(cell: Any, layer: Any) -> Any:
+    """Make the cell use the layer's Parameter objects."""
+    for name, p in layer._params(0, 0).items():
+        setattr(cell, name, p)
+    return cell
+
+
+def inputs(variant: Variant, T: int, N: int, D: int, H: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, N, D))
+    if dict(variant.options).get("nonlinearity") == "relu":
+        x = x + 0.5                                     # keep pre-activations off the kink
+    return {"x": x, "h0": 0.5 * rng.standard_normal((N, H)),
+            "c0": 0.5 * rng.standard_normal((N, H)) if variant.is_lstm else None,
+            "v_out": rng.standard_normal((T, N, H)), "v_h": rng.standard_normal((N, H)),
+            "v_c": rng.standard_normal((N, H))}
+
+
+# --------------------------------------------------------------------------------------------
+# state_grad_norms == norms of retain_grad gradients
+# --------------------------------------------------------------------------------------------
+def test_state_grad_norms_is_the_per_step_frobenius_norm_in_float64() -> None:
+    g = np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)
+    got = mon.state_grad_norms(g)
+    assert got.shape == (5,) and got.dtype == np.float64
+    want = [np.linalg.norm(g[t].astype(np.float64)) for t in range(5)]
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert mon.state_grad_norms(np.zeros((0, 2, 3))).shape == (0,)
+
+
+def reference_state_grads(variant: Variant, layer: Any, data: dict) -> tuple[list, list]:
+    """dL/dh_t and dL/dc_t through retain_grad on a cell unrolled step by step."""
+    cell = share(variant.cell(layer.input_size, layer.hidden_size), layer)
+    h = tr.Tensor(data["h0"].copy())
+    c = tr.Tensor(data["c0"].copy()) if variant.is_lstm else None
+    hs, cs, loss = [], [], None
+    for t in range(data["x"].shape[0]):
+        if variant.is_lstm:
+            h, c = cell(tr.Tensor(data["x"][t]), (h, c))
+            c.retain_grad()
+            cs.append(c)
+        else:
+            h = cell(tr.Tensor(data["x"][t]), h)
+        h.retain_grad()
+        hs.append(h)
+        term = (h * tr.Tensor(data["v_out"][t])).sum()
+        loss = term if loss is None else loss + term
+    loss = loss + (h * tr.Tensor(data["v_h"])).sum()
+    if variant.is_lstm:
+        loss = loss + (c * tr.Tensor(data["v_c"])).sum()
+    loss.backward()
+    return ([np.linalg.norm(t.grad) for t in hs], [np.linalg.norm(t.grad) for t in cs])
+
+
+def layer_state_grads(variant: Variant, layer: Any, data: dict) -> dict:
+    layer.track_state_grads = True
+    h0 = tr.Tensor(data["h0"][None].copy())
+    if variant.is_lstm:
+        out, (h_n, c_n) = layer(tr.Tensor(data["x"]), (h0, tr.Tensor(data["c0"][None].copy())))
+    else:
+        (out, h_n), c_n = layer(tr.Tensor(data["x"]), h0), None
+    loss = (out * tr.Tensor(data["v_out"])).sum() + (h_n[0] * tr.Tensor(data["v_h"])).sum()
+    if c_n is not None:
+        loss = loss + (c_n[0] * tr.Tensor(data["v_c"])).sum()
+    loss.backward()
+    return layer.state_grads[(0, 0)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_per_step_norms_equal_retain_grad_norms(variant: Variant, engine: str) -> None:
+    data = inputs(variant, 7, 2, 3, 4, seed=1)
+    layer = variant.layer(3, 4, engine, seed=2)
+    slot = layer_state_grads(variant, layer, data)
+    layer.zero_grad()
+    want_h, want_c = reference_state_grads(variant, layer, data)
+    np.testing.assert_allclose(mon.state_grad_norms(slot["h"]), want_h, rtol=SAME, atol=0)
+    if variant.is_lstm:
+        np.testing.assert_allclose(mon.state_grad_norms(slot["c"]), want_c, rtol=SAME, atol=0)
+    else:
+        assert "c" not in slot
+
+
+# --------------------------------------------------------------------------------------------
+# GradientMonitor
+# --------------------------------------------------------------------------------------------
+class Tagger(tr.nn.Module):
+    """An LSTM with a linear readout at every step."""
+
+    def __init__(self, engine: str, D: int = 3, H: int = 4) -> None:
+        super().__init__()
+        self.rnn = LSTM(D, H, engine=engine, dtype=np.float64, generator=5)
+        self.out = tr.nn.Linear(H, 2, dtype=np.float64, generator=6)
+
+    def forward(self, x: Any) -> Any:
+        h, _ = self.rnn(x)
+        return self.out(h)
+
+
+def run_monitored(engine: str, Ts: tuple = (6, 6, 4, 6), max_norm: float = 0.5) -> dict:
+    """Train-like steps (no update): forward, backward, record pre-clip norm, clip, record."""
+    model = Tagger(engine)
+    monitor = mon.GradientMonitor(model)
+    assert model.rnn.track_state_grads
+    rng = np.random.default_rng(7)
+    log: dict = {"pre": [], "post": [], "params": [], "h": [], "c": []}
+    for i, T in enumerate(Ts):
+        model.zero_grad()
+        x = rng.standard_normal((T, 2, 3))
+        y = rng.standard_normal((T, 2, 2))
+        scale = 10.0 ** (i - 1)                          # some steps get clipped, some not
+        loss = scale * ((model(tr.Tensor(x)) - tr.Tensor(y)) ** 2).sum()
+        loss.backward()
+        log["pre"].append(np.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters())))
+        log["h"].append(mon.state_grad_norms(model.rnn.state_grads[(0, 0)]["h"]))
+        log["c"].append(mon.state_grad_norms(model.rnn.state_grads[(0, 0)]["c"]))
+        if i % 2 == 0:
+            monitor.before_clip()
+            total = tr.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            monitor.record(clipped=True)
+        else:
+            total = tr.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            monitor.record(pre_clip_norm=total)
+        assert abs(float(total.item()) - log["pre"][-1]) <= 1e-12 * log["pre"][-1]
+        log["post"].append(np.sqrt(sum(float((p.grad ** 2).sum())
+                                       for p in model.parameters())))
+        log["params"].append({n: np.linalg.norm(p.grad) for n, p in model.named_parameters()})
+    log["monitor"] = monitor
+    return log
+
+
+def test_gradient_monitor_history_shapes_and_values() -> None:
+    Ts = (6, 6, 4, 6)
+    log = run_monitored("fused", Ts)
+    monitor = log["monitor"]
+    assert monitor.steps == len(Ts)
+    pre, post = monitor.global_norms()
+    assert pre.shape == post.shape == (len(Ts),)
+    np.testing.assert_allclose(pre, log["pre"], rtol=1e-12)
+    np.testing.assert_allclose(post, log["post"], rtol=1e-12)
+    assert np.all(post <= 0.5 * (1 + 1e-9))
+    assert np.any(pre > 0.5) and np.any(pre < 0.5)     # both cases were exercised
+    np.testing.assert_array_equal(post[pre < 0.5], pre[pre < 0.5])  # below: untouched
+    norms = monitor.param_norms()
+    assert list(norms) == [n for n, _ in Tagger("fused").named_parameters()]
+    for name, series in norms.items():
+        assert series.shape == (len(Ts),)
+        np.testing.assert_allclose(series, [row[name] for row in log["params"]], rtol=1e-12)
+    for kind in ("h", "c"):
+        grid = monitor.state_norms(kind=kind)
+        assert grid.shape == (len(Ts), max(Ts))
+        for i, T in enumerate(Ts):
+            np.testing.assert_array_equal(grid[i, :T], log[kind][i])
+            assert np.all(np.isnan(grid[i, T:]))             # shorter sequences: NaN padding
+    assert np.array_equal(monitor.state_norms("rnn"), monitor.state_norms(), equal_nan=True)
+    assert monitor.state_norms("rnn", layer=1).shape == (0, 0)
+
+
+def test_gradient_monitor_numbers_are_identical_for_both_engines() -> None:
+    fused, auto = run_monitored("fused"), run_monitored("autograd")
+    for a, b in zip(fused["monitor"].global_norms(), auto["monitor"].global_norms()):
+        np.testing.assert_allclose(a, b, rtol=SAME)
+    pf, pa = fused["monitor"].param_norms(), auto["monitor"].param_norms()
+    for name in pf:
+        np.testing.assert_allclose(pf[name], pa[name], rtol=SAME)
+    for kind in ("h", "c"):
+        np.testing.assert_allclose(fused["monitor"].state_norms(kind=kind),
+                                   auto["monitor"].state_norms(kind=kind), rtol=SAME)
+
+
+def test_record_reads_gradients_and_never_changes_them() -> None:
+    model = Tagger("fused")
+    monitor = mon.GradientMonitor(model)
+    model(tr.Tensor(np.ones((3, 1, 3)))).sum().backward()
+    before = {n: p.grad.copy() for n, p in model.named_parameters()}
+    monitor.record()
+    for n, p in model.named_parameters():
+        np.testing.assert_array_equal(p.grad, before[n])
+    pre, post = monitor.global_norms()
+    assert pre[0] == post[0]                            # no clipping: one norm
+
+
+def test_record_clipped_without_the_pre_clip_norm_raises() -> None:
+    """Regression: record(clipped=True) without before_clip() used to store the clipped norm
+    as the norm before clipping."""
+    model = Tagger("fused")
+    monitor = mon.GradientMonitor(model)
+    model(tr.Tensor(np.ones((3, 1, 3)))).sum().backward()
+    tr.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+    with pytest.raises(RuntimeError, match="before_clip"):
+        monitor.record(clipped=True)
+    assert monitor.steps == 0
+
+
+def test_state_norms_needs_a_name_with_two_recurrent_modules() -> None:
+    class Two(tr.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = RNN(2, 3, dtype=np.float64)
+            self.b = GRU(3, 3, dtype=np.float64)
+
+        def forward(self, x: Any) -> Any:
+            return self.b(self.a(x)[0])[0]
+
+    model = Two()
+    monitor = mon.GradientMonitor(model)
+    assert set(monitor.recurrent) == {"a", "b"}
+    model(tr.Tensor(np.ones((4, 1, 2)))).sum().backward()
+    monitor.record()
+    with pytest.raises(ValueError, match="name one"):
+        monitor.state_norms()
+    assert monitor.state_norms("a").shape == monitor.state_norms("b").shape == (1, 4)
+
+
+def test_monitor_of_a_bare_recurrent_layer() -> None:
+    rnn = RNN(2, 3, dtype=np.float64)
+    monitor = mon.GradientMonitor(rnn)
+    out, _ = rnn(tr.Tensor(np.ones((5, 2, 2))))
+    out.sum().backward()
+    monitor.record()
+    assert monitor.state_norms().shape == (1, 5)
+
+
+# --------------------------------------------------------------------------------------------
+# step Jacobians and their products against tr.jacobian
+# --------------------------------------------------------------------------------------------
+def step_map(variant: Variant, cell: Any, x_t: np.ndarray, H: int) -> Any:
+    """s_{t-1} -> s_t for one sample: s = h (H,), or (h, c) flattened to (2H,) for the LSTM."""
+    def fn(s: Any) -> Any:
+        if variant.is_lstm:
+            h, c = cell(tr.Tensor(x_t), (s[:H], s[H:]))
+            return tr.cat([h, c])
+        return cell(tr.Tensor(x_t), s)
+    return fn
+
+
+def trajectory(variant: Variant, cell: Any, xs: np.ndarray, s0: np.ndarray) -> list:
+    H = cell.hidden_size
+    states = [s0]
+    with tr.no_grad():
+        for t in range(xs.shape[0]):
+            states.append(step_map(variant, cell, xs[t], H)(tr.Tensor(states[-1])).numpy())
+    return states
+
+
+@pytest.mark.parametrize("as_layer", [False, True], ids=["cell", "layer"])
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_step_jacobians_equal_autograd_jacobian_of_one_step(variant: Variant,
+                                                             as_layer: bool) -> None:
+    T, N, D, H, sample = 6, 3, 2, 4, 1
+    data = inputs(variant, T, N, D, H, seed=3)
+    cell = variant.cell(D, H, seed=4)
+    if variant.is_lstm:
+        with tr.no_grad():                                # peepholes of a visible size
+            if cell.weight_ch is not None:
+                cell.weight_ch.mul_(3.0)
+    module = cell
+    h0, c0 = data["h0"], data["c0"]
+    if as_layer:
+        module = variant.layer(D, H)
+        for name, p in module._params(0, 0).items():
+            p.data = getattr(cell, name).data.copy()
+        h0 = h0[None]
+        c0 = None if c0 is None else c0[None]
+    J = mon.step_jacobians(module, tr.Tensor(data["x"]), tr.Tensor(h0),
+                           None if c0 is None else tr.Tensor(c0), sample=sample)
+    assert len(J) == T
+    xs = data["x"][:, sample]
+    s0 = data["h0"][sample]
+    if variant.is_lstm:
+        s0 = np.concatenate([s0, data["c0"][sample]])
+    states = trajectory(variant, cell, xs, s0)
+    for t in range(T):
+        want = tr.jacobian(step_map(variant, cell, xs[t], H), states[t])
+        assert J[t].shape == want.shape == (s0.size, s0.size)
+        np.testing.assert_allclose(J[t], want, rtol=SAME, atol=SAME)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_jacobian_products_equal_norms_of_the_unrolled_map(variant: Variant) -> None:
+    T, D, H = 6, 2, 3
+    data = inputs(variant, T, 1, D, H, seed=8)
+    cell = variant.cell(D, H, seed=9)
+    J = mon.step_jacobians(cell, data["x"], data["h0"], data["c0"])
+    xs = data["x"][:, 0]
+    s0 = data["h0"][0] if not variant.is_lstm else np.concatenate([data["h0"][0],
+                                                                   data["c0"][0]])
+    states = trajectory(variant, cell, xs, s0)
+    for ord in (2, "fro"):
+        got = mon.jacobian_products(J, ord=ord)
+        assert got.shape == (T + 1,)
+        assert got[T] == np.linalg.norm(np.eye(s0.size), ord)
+        for t in range(T):
+            def unrolled(s: Any, t: int = t) -> Any:
+                for u in range(t, T):
+                    s = step_map(variant, cell, xs[u], H)(s)
+                return s
+            want = np.linalg.norm(tr.jacobian(unrolled, states[t]), ord)
+            assert abs(got[t] - want) <= SAME * max(1.0, want), (ord, t)
+
+
+def test_step_jacobians_refuse_unsupported_modules() -> None:
+    with pytest.raises(TypeError, match="Linear"):
+        mon.step_jacobians(tr.nn.Linear(2, 2), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="one layer"):
+        mon.step_jacobians(RNN(2, 2, num_layers=2), np.zeros((3, 1, 2)))
+    with pytest.raises(ValueError, match="one layer"):
+        mon.step_jacobians(GRU(2, 2, bidirectional=True), np.zeros((3, 1, 2)))
+
+
+def test_jacobian_products_of_no_steps() -> None:
+    np.testing.assert_array_equal(mon.jacobian_products([]), [1.0])
+
+
+# --------------------------------------------------------------------------------------------
+# spectrum and the Pascanu bound
+# --------------------------------------------------------------------------------------------
+def test_spectral_radius_and_singular_values() -> None:
+    rng = np.random.default_rng(10)
+    q, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    assert mon.spectral_radius(0.7 * q) == pytest.approx(0.7, rel=1e-13)
+    np.testing.assert_allclose(mon.singular_values(tr.Tensor(0.7 * q)), np.full(5, 0.7),
+                               rtol=1e-13)
+    a = np.array([[0.5, 10.0], [0.0, 0.5]])              # non-normal: rho 0.5, sigma ~ 10
+    assert mon.spectral_radius(a) == pytest.approx(0.5, rel=1e-13)
+    s = mon.singular_values(a)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-13)
+    assert s[0] > s[1] and s[0] > 10
+    b = mon.pascanu_bound(a, [0, 1, 2, 5], gamma=0.25)
+    np.testing.assert_allclose(b, (0.25 * s[0]) ** np.array([0.0, 1.0, 2.0, 5.0]), rtol=1e-13)
+    assert mon.spectral_radius(np.zeros((0, 0))) == 0.0
+
+
+@given(w=recurrent_weights(st.integers(1, 5), 2, spectral_radius=(0.2, 1.6), kind="rescaled",
+                           input_scale=2.0),
+       seed=st.integers(0, 2**31), T=st.integers(1, 25))
+@example(w=None, seed=0, T=25)
+def test_pascanu_bound_holds_for_tanh_rnns(w: Any, seed: int, T: int) -> None:
+    H = 3 if w is None else w.weight_hh.shape[0]
+    cell = RNNCell(2, H, dtype=np.float64, generator=seed)
+    if w is not None:
+        cell.weight_ih.data, cell.weight_hh.data = w.weight_ih.copy(), w.weight_hh.copy()
+        cell.bias_ih.data, cell.bias_hh.data = w.bias_ih.copy(), w.bias_hh.copy()
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((T, 1, 2))
+    h0 = rng.standard_normal((1, H))
+    J = mon.step_jacobians(cell, x, h0)
+    norms = mon.jacobian_products(J)                     # ||dh_T/dh_t||_2, t = 0..T
+    distances = T - np.arange(T + 1)
+    bound = mon.pascanu_bound(cell.weight_hh, distances)
+    assert np.all(norms <= bound * (1 + 1e-12) + 1e-300)
+    # the tighter bound: gamma = the largest tanh' met on this trajectory
+    hs = []
+    with tr.no_grad():
+        h = tr.Tensor(h0)
+        for t in range(T):
+            h = cell(tr.Tensor(x[t]), h)
+            hs.append(h.numpy()[0])
+    gamma = float(np.max(1 - np.square(hs)))
+    tight = mon.pascanu_bound(cell.weight_hh, distances, gamma=gamma)
+    assert np.all(tight <= bound * (1 + 1e-15))
+    assert np.all(norms <= tight * (1 + 1e-12) + 1e-300)
+
+
+@given(w=recurrent_weights(3, 2, spectral_radius=(0.3, 1.3), kind="rescaled"),
+       seed=st.integers(0, 2**31))
+def test_pascanu_bound_holds_for_measured_state_gradients(w: Any, seed: int) -> None:
+    """Loss on the last step only: ||dL/dh_t|| <= ||dL/dh_T|| (sigma_max)^(T - t)."""
+    T = 15
+    rnn = RNN(2, 3, dtype=np.float64)
+    rnn.weight_ih_l0.data, rnn.weight_hh_l0.data = w.weight_ih.copy(), w.weight_hh.copy()
+    rnn.bias_ih_l0.data, rnn.bias_hh_l0.data = w.bias_ih.copy(), w.bias_hh.copy()
+    rnn.track_state_grads = True
+    rng = np.random.default_rng(seed)
+    out, _ = rnn(tr.Tensor(rng.standard_normal((T, 1, 2))))
+    (out[-1] * tr.Tensor(rng.standard_normal((1, 3)))).sum().backward()
+    norms = mon.state_grad_norms(rnn.state_grads[(0, 0)]["h"])    # t = 0..T-1
+    bound = norms[-1] * mon.pascanu_bound(rnn.weight_hh_l0, T - 1 - np.arange(T))
+    assert np.all(norms <= bound * (1 + 1e-12) + 1e-300)
+
+
+# --------------------------------------------------------------------------------------------
+# decay rate and gradient horizon on synthetic geometric sequences
+# --------------------------------------------------------------------------------------------
+@given(rate=st.floats(0.05, 3.0), C=st.floats(1e-3, 1e3), n=st.integers(2, 60))
+@example(rate=0.5, C=1.0, n=2)
+def test_fit_decay_rate_recovers_the_rate_of_a_geometric_sequence(rate: float, C: float,
+                                                                   n: int) -> None:
+    norms = C * rate ** np.arange(n, dtype=np.float64)
+    assert mon.fit_decay_rate(norms) == pytest.approx(rate, rel=1e-10)
+
+
+@given(rate=st.floats(0.1, 0.99), data=st.data())
+def test_fit_decay_rate_with_distances_and_unusable_entries(rate: float, data: Any) -> None:
+    d = np.array(sorted(data.draw(st.sets(st.integers(0, 80), min_size=2, max_size=20))),
+                 dtype=np.float64)
+    norms = 3.0 * rate ** d
+    assert mon.fit_decay_rate(norms, d) == pytest.approx(rate, rel=1e-10)
+    # zeros, NaN, inf and negatives are left out, not fitted
+    spoiled = np.concatenate([norms, [0.0, np.nan, np.inf, -1.0]])
+    dd = np.concatenate([d, [1.0, 2.0, 3.0, 4.0]])
+    assert mon.fit_decay_rate(spoiled, dd) == pytest.approx(rate, rel=1e-10)
+
+
+def test_fit_decay_rate_needs_two_positive_norms() -> None:
+    with pytest.raises(ValueError, match="two positive"):
+        mon.fit_decay_rate([1.0, 0.0, np.nan])
+
+
+@given(rate=st.floats(0.05, 0.95), fraction=st.floats(1e-6, 0.5), T=st.integers(1, 80),
+       C=st.floats(1e-3, 1e3))
+@example(rate=0.5, fraction=1e-2, T=40, C=1.0)
+def test_gradient_horizon_of_a_geometric_sequence(rate: float, fraction: float, T: int,
+                                                  C: float) -> None:
+    q = math.log(fraction) / math.log(rate)
+    assume(abs(q - round(q)) > 1e-6)                     # stay off the rounding boundary
+    norms = C * rate ** (T - np.arange(T + 1, dtype=np.float64))   # norms[-1] = C at T
+    d_star = math.floor(q) + 1                           # first d with rate^d < fraction
+    want = d_star if d_star <= T else T + 1
+    assert mon.gradient_horizon(norms, fraction) == want
+    if rate == 0.5 and fraction == 1e-2:
+        assert want == 7                                 # 0.5^6 = 0.0156, 0.5^7 = 0.0078
+
+
+def test_gradient_horizon_when_the_norm_never_falls() -> None:
+    assert mon.gradient_horizon(1.1 ** np.arange(30.0)[::-1]) == 30   # exploding
+    assert mon.gradient_horizon(np.ones(12)) == 12
+    assert mon.gradient_horizon([]) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# docs/vanishing.md
+# --------------------------------------------------------------------------------------------
+def _page() -> str:
+    return PAGE.read_text(encoding="utf-8")
+
+
+def test_vanishing_page_code_blocks_run() -> None:
+    blocks = re.findall(r"^```python\n(.*?)^```", _page(), flags=re.S | re.M)
+    assert len(blocks) >= 1
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/vanishing.md[python block {i}]", "exec"), {})
+
+
+def test_vanishing_page_references_name_existing_code_and_tests() -> None:
+    text = _page()
+    tested = re.findall(r"(tests/[\w/]+\.py)::(\w+)", text)
+    implemented = re.findall(r"(tinygrad_rnn/[\w/]+\.py)::([\w.]+)", text)
+    assert len(tested) >= 6 and len(implemented) >= 5
+    for path, name in tested:
+        src = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {name}\(", src, flags=re.M), f"{path}::{name}"
+    for path, name in implemented:
+        src = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^(def|class) {re.escape(name)}\b", src, flags=re.M), \
+            f"{path}::{name}"
+    tags = re.findall(r"\\tag\{([^}]*)\}", text)
+    assert len(tags) >= 6 and len(tags) == len(set(tags))
+    assert "../out/" not in text

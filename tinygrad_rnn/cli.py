@@ -1,0 +1,446 @@
+"""The ``tinygrad-rnn`` command (also ``python -m tinygrad_rnn``).
+
+Subcommands
+-----------
+``demo NAME``
+    Run a demo from the repository's ``demos/`` folder (``quickstart``,
+    ``vanishing_gradients``, ...). The folder ships with the source repository, not inside the
+    installed package, so this works from a source checkout (``pip install -e .``).
+``gradcheck``
+    float64 central-difference checks of every built-in op, the recurrent cells and the
+    recurrent layers on random inputs; prints a table and exits 1 when any check fails.
+``bench``
+    Run ``benchmarks/recurrent.py`` (source checkout only); other flags are passed through.
+``info``
+    Versions, array backends, BLAS and thread settings: what to paste into a bug report.
+
+Exit codes: 0 success, 1 a failed check or demo, 2 a usage error (argparse's convention: bad
+arguments, an unknown demo, a folder that only exists in a source checkout).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Sequence
+
+__all__ = ["main", "build_parser", "source_root", "available_demos", "demo_options"]
+
+EPILOG = """\
+examples:
+  tinygrad-rnn demo quickstart                 # a small network, backward, gradcheck
+  tinygrad-rnn demo vanishing_gradients --quick --out out/vg
+  tinygrad-rnn gradcheck                       # every op, cell and layer (about 30 s)
+  tinygrad-rnn gradcheck --ops tanh,softmax,lstm_cell --examples 100 --seed 1
+  tinygrad-rnn gradcheck --list                # the names --ops accepts
+  tinygrad-rnn bench --quick                   # benchmarks/recurrent.py --quick
+  tinygrad-rnn bench --quick --cells lstm --threads 1
+  tinygrad-rnn info                            # versions, backends, BLAS, threads
+
+demo and bench need the repository's demos/ and benchmarks/ folders: run them from a source
+checkout installed with `pip install -e .`.
+"""
+
+THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                   "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+OPTIONAL_PACKAGES = ("numpy", "matplotlib", "tqdm", "hypothesis", "torch", "cupy")
+DEFAULT_EXAMPLES = 40
+
+
+class UsageError(Exception):
+    """A request the command cannot carry out as given (exit code 2)."""
+
+
+# ----------------------------------------------------------------------------- locating
+def source_root() -> Path | None:
+    """The repository root when tinygrad_rnn runs from a source checkout, else None.
+
+    A checkout is recognised by its packaging files next to the package folder; an installed
+    wheel (site-packages/tinygrad_rnn) has none, so a stray ``demos`` folder in
+    site-packages is never mistaken for ours.
+    """
+    root = Path(__file__).resolve().parent.parent
+    if (root / "setup.cfg").is_file() or (root / "pyproject.toml").is_file():
+        return root
+    return None
+
+
+def _folder(name: str) -> Path:
+    """``<root>/<name>``, or a UsageError explaining that it only exists in a checkout."""
+    root = source_root()
+    folder = root / name if root is not None else None
+    if folder is None or not folder.is_dir():
+        where = f" (looked for {folder})" if folder is not None else (
+            f" (tinygrad_rnn is imported from {Path(__file__).resolve().parent}, an "
+            f"installed copy)")
+        raise UsageError(
+            f"the {name}/ folder was not found{where}. It ships with the source repository, "
+            f"not inside the installed package: clone the repository and install it with "
+            f"`pip install -e .`, then run this command again (or run the scripts in "
+            f"{name}/ directly)."
+        )
+    return folder
+
+
+def available_demos(folder: Path | None = None) -> list[str]:
+    """Names of the demos (``demos/*.py`` except private ``_*.py`` files), sorted."""
+    folder = _folder("demos") if folder is None else folder
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+
+
+def demo_options(path: Path) -> set[str]:
+    """The option strings (``--quick``, ...) a script's argparse declares, read from its
+    source with :mod:`ast` (the script is not run)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    options: set[str] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+                        and arg.value.startswith("-"):
+                    options.add(arg.value)
+    return options
+
+
+def _load_script(path: Path, prefix: str) -> ModuleType:
+    """Import a script by path (registered in sys.modules, so dataclasses work)."""
+    name = f"{prefix}{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if not callable(getattr(module, "main", None)):
+        raise UsageError(f"{path} has no main(argv) function")
+    return module
+
+
+def _call_main(fn: Callable[[list[str]], Any], argv: list[str]) -> int:
+    """Run a script's ``main(argv)``; its SystemExit (argparse errors, --help) becomes the
+    return code instead of ending the process."""
+    try:
+        code = fn(argv)
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+# ----------------------------------------------------------------------------- commands
+def _cmd_demo(args: argparse.Namespace) -> int:
+    folder = _folder("demos")
+    names = available_demos(folder)
+    listing = ", ".join(names) if names else "(none)"
+    if args.list:
+        print("\n".join(names))
+        return 0
+    if args.name is None:
+        raise UsageError(f"name a demo to run; available demos: {listing}")
+    if args.name not in names:
+        raise UsageError(f"unknown demo {args.name!r}; available demos: {listing}")
+    path = folder / f"{args.name}.py"
+    accepted = demo_options(path)
+    argv: list[str] = []
+    given = (("--quick", [] if args.quick else None),
+             ("--out", [args.out] if args.out is not None else None),
+             ("--seed", [str(args.seed)] if args.seed is not None else None))
+    for flag, value in given:
+        if value is None:
+            continue
+        if flag in accepted:
+            argv += [flag, *value]
+        else:
+            print(f"note: demo {args.name!r} has no {flag} option; ignored", file=sys.stderr)
+    module = _load_script(path, "_tinygrad_rnn_demo_")
+    return _call_main(module.main, argv)
+
+
+def _select_entries(spec: str | None) -> list[str] | None:
+    """Names from a comma-separated --ops value (entry names or the groups op/cell/layer)."""
+    from . import _gradcheck_suite as suite
+
+    if spec is None:
+        return None
+    groups = {e.group for e in suite.SUITE}
+    chosen: list[str] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if item in suite.BY_NAME:
+            picked = [item]
+        elif item in groups:
+            picked = [e.name for e in suite.SUITE if e.group == item]
+        else:
+            raise UsageError(
+                f"unknown op {item!r} in --ops; known: {', '.join(suite.BY_NAME)} (or a "
+                f"group: {', '.join(sorted(groups))}); see `tinygrad-rnn gradcheck --list`"
+            )
+        chosen += [name for name in picked if name not in chosen]
+    if not chosen:
+        raise UsageError("--ops names no op")
+    return chosen
+
+
+def _cmd_gradcheck(args: argparse.Namespace) -> int:
+    from . import _gradcheck_suite as suite
+
+    if args.list:
+        for entry in suite.SUITE:
+            print(f"{entry.name:<22}{entry.group:<7}{entry.what}")
+        return 0
+    names = _select_entries(args.ops)
+    count = len(suite.SUITE) if names is None else len(names)
+    print(f"gradcheck: {count} ops/cells/layers x {args.examples} random float64 examples "
+          f"(seed {args.seed}), central differences eps={suite.EPS:g}, every Jacobian entry")
+    print(f"an entry passes when |analytic - numeric| <= atol + rtol |numeric| with "
+          f"rtol={suite.RTOL:g}, atol={suite.ATOL:g} * max(1, max |f|)\n")
+    lines = suite.format_table([]).splitlines()
+    print("\n".join(lines), flush=True)
+    start = time.perf_counter()
+
+    def show(result: Any) -> None:
+        print(suite.format_table([result]).splitlines()[-1], flush=True)
+
+    results = suite.run_suite(names, examples=args.examples, seed=args.seed, progress=show)
+    failed = [r for r in results if not r.passed]
+    elapsed = time.perf_counter() - start
+    if failed:
+        print(f"\n{len(failed)} of {len(results)} FAILED:")
+        for r in failed:
+            print(f"  {r.name}: {r.failure}")
+        print(f"reproduce with: tinygrad-rnn gradcheck --ops {','.join(r.name for r in failed)}"
+              f" --examples {args.examples} --seed {args.seed}")
+    else:
+        print(f"\nall {len(results)} passed")
+    print(f"({elapsed:.1f} s)")
+    return 1 if failed else 0
+
+
+def _cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
+    path = _folder("benchmarks") / "recurrent.py"
+    if not path.is_file():
+        raise UsageError(f"{path} was not found; the benchmark ships with the source "
+                         f"repository")
+    argv = (["--quick"] if args.quick else []) + extra
+    module = _load_script(path, "_tinygrad_rnn_bench_")
+    return _call_main(module.main, argv)
+
+
+def _version_of(name: str) -> str:
+    """The installed version of a distribution providing import name ``name``, without
+    importing it (importing torch or cupy takes seconds)."""
+    from importlib import metadata
+
+    if importlib.util.find_spec(name) is None:
+        return "not installed"
+    dists = [name]
+    try:
+        dists = metadata.packages_distributions().get(name, []) + [name]
+    except Exception:  # noqa: BLE001  (old or broken metadata: fall back to the name)
+        pass
+    for dist in dists:
+        try:
+            return f"{metadata.version(dist)}" + (f" ({dist})" if dist != name else "")
+        except metadata.PackageNotFoundError:
+            continue
+    module = importlib.import_module(name)
+    return str(getattr(module, "__version__", "installed (version unknown)"))
+
+
+def _backends() -> list[str]:
+    lines = ["numpy (CPU): available (default)"]
+    if importlib.util.find_spec("cupy") is None:
+        lines.append("cupy (GPU): not installed (optional: pip install \"tinygrad_rnn[gpu]\")")
+        return lines
+    try:
+        import cupy  # type: ignore[import-not-found]
+
+        count = int(cupy.cuda.runtime.getDeviceCount())
+        lines.append(f"cupy (GPU): available, {count} CUDA device(s)" if count else
+                     "cupy (GPU): installed, but no CUDA device is visible")
+    except Exception as exc:  # noqa: BLE001  (a driver or runtime that fails to load)
+        lines.append(f"cupy (GPU): installed, but unusable ({type(exc).__name__}: {exc})")
+    return lines
+
+
+def _blas() -> list[str]:
+    """What BLAS NumPy uses: threadpoolctl's view when it is installed, else NumPy's
+    build configuration."""
+    import numpy as np
+
+    lines: list[str] = []
+    if importlib.util.find_spec("threadpoolctl") is not None:
+        try:
+            from threadpoolctl import threadpool_info
+
+            for pool in threadpool_info():
+                lines.append(f"{pool.get('internal_api', '?')} {pool.get('version', '?')}, "
+                             f"{pool.get('num_threads', '?')} threads "
+                             f"({pool.get('filepath', '?')})")
+        except Exception as exc:  # noqa: BLE001
+            lines.append(f"threadpoolctl failed: {type(exc).__name__}: {exc}")
+    if not lines:
+        try:
+            config = np.show_config(mode="dicts")
+            deps = config.get("Build Dependencies", {})
+            for key in ("blas", "lapack"):
+                dep = deps.get(key, {})
+                lines.append(f"{key}: {dep.get('name', '?')} {dep.get('version', '?')}")
+            lines.append("(from NumPy's build configuration; install threadpoolctl to see "
+                         "the loaded library and its thread count)")
+        except Exception as exc:  # noqa: BLE001  (older NumPy without mode='dicts')
+            lines.append(f"unknown ({type(exc).__name__}: {exc})")
+    return lines
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from . import __version__
+
+    package = Path(__file__).resolve().parent
+    root = source_root()
+    print(f"tinygrad_rnn {__version__} ({package})")
+    print(f"Python {platform.python_version()} ({sys.executable})")
+    print(f"platform {platform.platform()}, machine {platform.machine()}")
+    print("\npackages:")
+    for name in OPTIONAL_PACKAGES:
+        print(f"  {name:<11} {_version_of(name)}")
+    print("\nbackends:")
+    for line in _backends():
+        print(f"  {line}")
+    print("\nBLAS:")
+    for line in _blas():
+        print(f"  {line}")
+    print("\nthreads:")
+    for var in THREAD_ENV_VARS:
+        print(f"  {var:<23} {os.environ.get(var, '(unset)')}")
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    print(f"  CPU count {os.cpu_count()}" + (f", usable by this process {usable}"
+                                            if usable is not None else ""))
+    print("\nsource checkout:")
+    if root is None:
+        print("  no (installed package): `demo` and `bench` need a clone of the repository")
+    else:
+        for name in ("demos", "benchmarks", "docs"):
+            state = "found" if (root / name).is_dir() else "missing"
+            print(f"  {name + '/':<12}{state} ({root / name})")
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``tinygrad-rnn`` (exposed for the tests and the docs)."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tinygrad-rnn",
+        description="See and verify the gradients of recurrent networks: run the demos, "
+                    "check every op's gradient, benchmark, describe the installation.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tinygrad_rnn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser(
+        "demo", help="run a demo from the repository's demos/ folder",
+        description="Run demos/NAME.py (source checkout). --quick, --out and --seed are "
+                    "passed on when the demo accepts them.",
+        epilog="examples:\n  tinygrad-rnn demo quickstart --seed 3\n"
+               "  tinygrad-rnn demo vanishing_gradients --quick --out out/vg\n"
+               "  tinygrad-rnn demo --list",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    demo.add_argument("name", nargs="?", metavar="NAME", help="the demo (see --list)")
+    demo.add_argument("--list", action="store_true", help="list the demos and exit")
+    demo.add_argument("--quick", action="store_true", help="small sizes (if the demo has it)")
+    demo.add_argument("--out", metavar="DIR", help="where figures go (if the demo has it)")
+    demo.add_argument("--seed", type=int, metavar="N", help="random seed")
+
+    grad = sub.add_parser(
+        "gradcheck", help="float64 gradient checks of every op, cell and layer",
+        description="Check the gradient of every built-in op, the recurrent cells (RNNCell "
+                    "tanh/relu, GRUCell reset after/before, LSTMCell plain/peephole/"
+                    "coupled) and tiny RNN/GRU/LSTM layers (fused engine) against float64 "
+                    "central differences on random inputs drawn from a seeded NumPy "
+                    "generator. Exits 1 when any check fails.",
+        epilog="examples:\n  tinygrad-rnn gradcheck\n"
+               "  tinygrad-rnn gradcheck --ops softmax,cross_entropy --examples 200\n"
+               "  tinygrad-rnn gradcheck --ops cell,layer --seed 7",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    grad.add_argument("--examples", type=_positive_int, default=DEFAULT_EXAMPLES, metavar="N",
+                      help=f"random examples per entry (default {DEFAULT_EXAMPLES})")
+    grad.add_argument("--ops", metavar="A,B,...",
+                      help="comma-separated entry names or groups (op, cell, layer); "
+                           "default all")
+    grad.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+    grad.add_argument("--list", action="store_true", help="list the entries and exit")
+
+    bench = sub.add_parser(
+        "bench", help="run benchmarks/recurrent.py (other flags are passed through)",
+        description="Run benchmarks/recurrent.py from a source checkout and print its "
+                    "tables. Every flag other than --quick is passed to the benchmark; see "
+                    "`python benchmarks/recurrent.py --help` for them.",
+        epilog="examples:\n  tinygrad-rnn bench --quick\n"
+               "  tinygrad-rnn bench --quick --cells lstm --hidden 64 --threads 1 "
+               "--no-memory",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("--quick", action="store_true", help="the benchmark's quick mode")
+
+    parser.set_defaults(commands=sub.choices)
+    sub.add_parser("info", help="versions, backends, BLAS and thread settings",
+                   description="Print versions (tinygrad_rnn, Python, NumPy, matplotlib, "
+                               "tqdm, hypothesis, torch, cupy), the array backends, BLAS "
+                               "and thread settings, and the CPU count.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tinygrad-rnn`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    Usage errors print argparse's message and return 2 instead of raising SystemExit, so the
+    function can be called in-process.
+    """
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command != "bench":
+            args.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as exc:  # --help, --version, or a usage error (code 2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    try:
+        if args.command == "demo":
+            return _cmd_demo(args)
+        if args.command == "gradcheck":
+            return _cmd_gradcheck(args)
+        if args.command == "bench":
+            return _cmd_bench(args, extra)
+        return _cmd_info(args)
+    except UsageError as err:
+        print(f"tinygrad-rnn {args.command}: error: {err}", file=sys.stderr)
+        return 2
