@@ -31,6 +31,7 @@ import ctypes
 import gc
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 __all__ = [
-    "THREAD_ENV_VARS", "thread_env", "blas_threads", "Timing", "interleaved", "median",
+    "THREAD_ENV_VARS", "thread_env", "blas_threads", "blas_corename", "Timing", "interleaved", "median",
     "paired_ratio", "peak_tracemalloc", "peak_torch_alloc", "rss_supported", "peak_rss_delta",
     "rss_env", "machine_info",
 ]
@@ -73,6 +74,19 @@ def blas_threads() -> int | None:
     Returns None when the library or its query function cannot be found (then the
     environment variables are the only record of the setting).
     """
+    lib = _blas_library()
+    if lib is None:
+        return None
+    for symbol in _BLAS_THREAD_SYMBOLS:
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            fn.restype = ctypes.c_int
+            return int(fn())
+    return None
+
+
+def _blas_library() -> Any:
+    """The OpenBLAS/MKL shared library NumPy loaded, opened with ctypes (Linux), or None."""
     import numpy  # noqa: F401  (the BLAS library is loaded with NumPy)
 
     try:
@@ -83,14 +97,9 @@ def blas_threads() -> int | None:
     names = ("openblas", "mkl_rt")
     for path in sorted(p for p in paths if any(n in os.path.basename(p).lower() for n in names)):
         try:
-            lib = ctypes.CDLL(path)
+            return ctypes.CDLL(path)
         except OSError:
             continue
-        for symbol in _BLAS_THREAD_SYMBOLS:
-            fn = getattr(lib, symbol, None)
-            if fn is not None:
-                fn.restype = ctypes.c_int
-                return int(fn())
     return None
 
 
@@ -103,11 +112,14 @@ class Timing:
 
     ``wall_ms`` is elapsed time (``time.perf_counter``); ``cpu_ms`` is the CPU time of the
     whole process over the same interval (``time.process_time``, all threads), which other
-    processes on the machine disturb much less than the wall time.
+    processes on the machine disturb much less than the wall time. ``faults`` counts the
+    minor page faults of the process during the step (first touches of freshly mapped
+    memory; each costs kernel time).
     """
 
     wall_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
+    faults: list[int] = field(default_factory=list)
 
 
 def interleaved(steps: Sequence[tuple[str, Callable[[], Any]]], reps: int, warmup: int = 1,
@@ -147,6 +159,7 @@ def interleaved(steps: Sequence[tuple[str, Callable[[], Any]]], reps: int, warmu
         gc.collect()
         order = names[r % k:] + names[:r % k]
         for name in order:
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             c0 = time.process_time()
             t0 = time.perf_counter()
             fns[name]()
@@ -154,8 +167,10 @@ def interleaved(steps: Sequence[tuple[str, Callable[[], Any]]], reps: int, warmu
                 sync()
             t1 = time.perf_counter()
             c1 = time.process_time()
+            f1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             out[name].wall_ms.append((t1 - t0) * 1e3)
             out[name].cpu_ms.append((c1 - c0) * 1e3)
+            out[name].faults.append(f1 - f0)
         if progress is not None:
             progress(f"rep {r + 1}/{reps}")
     return out
@@ -294,9 +309,26 @@ def _numpy_blas() -> str:
     try:
         config = np.show_config(mode="dicts")
         blas = config["Build Dependencies"]["blas"]
-        return f"{blas.get('name', '?')} {blas.get('version', '?')}"
+        text = f"{blas.get('name', '?')} {blas.get('version', '?')}"
     except Exception:  # older NumPy without mode='dicts'
-        return "unknown"
+        text = "unknown BLAS"
+    core = blas_corename()
+    return text + (f", kernels for core {core}" if core else "")
+
+
+def blas_corename() -> str | None:
+    """The CPU core type whose kernels OpenBLAS chose at run time (DYNAMIC_ARCH builds),
+    e.g. 'Haswell' (AVX2) or 'SkylakeX' (AVX-512); None when it cannot be asked."""
+    lib = _blas_library()
+    if lib is None:
+        return None
+    for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                   "openblas_get_corename64_", "openblas_get_corename"):
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            fn.restype = ctypes.c_char_p
+            return fn().decode("ascii", "replace")
+    return None
 
 
 def machine_info(torch: Any = None) -> dict[str, str]:

@@ -119,6 +119,13 @@ class Config:
             return 7 if hidden <= 64 else 5 if hidden <= 256 else 2
         return 31 if hidden <= 64 else 15 if hidden <= 256 else 5
 
+    def reps_at(self, hidden: int, threads: int | None) -> int:
+        """:meth:`reps_for`, with fewer repetitions at H > 256 with several threads."""
+        reps = self.reps_for(hidden)
+        if self.reps is None and hidden > 256 and (threads or 1) > 1:
+            reps = max(2, reps - 2)
+        return reps
+
 
 class Contestant(NamedTuple):
     """One way of running the step: a display name, a kind (``fused``, ``autograd``,
@@ -288,7 +295,7 @@ def run_timing(cfg: Config, threads: int | None = None, torch: Any = None,
                     _log(f"  {c.name} failed on {cfg.device}: {type(exc).__name__}: {exc}")
                     continue
                 built.append((c, step))
-            reps = cfg.reps_for(hidden)
+            reps = cfg.reps_at(hidden, threads)
             times = hz.interleaved([(c.name, step) for c, step in built], reps=reps,
                                    warmup=0, sync=sync)
             ref = next(iter(losses.values()))
@@ -296,6 +303,7 @@ def run_timing(cfg: Config, threads: int | None = None, torch: Any = None,
                 rec = dict(threads=threads, cell=cell, hidden=hidden, seq_len=cfg.seq_len,
                            batch=cfg.batch, contestant=c.name, kind=c.kind,
                            wall_ms=times[c.name].wall_ms, cpu_ms=times[c.name].cpu_ms,
+                           faults=times[c.name].faults,
                            loss=losses[c.name],
                            loss_ok=bool(abs(losses[c.name] - ref) <= 1e-4 * abs(ref) + 1e-5))
                 records.append(rec)
@@ -408,6 +416,7 @@ def timing_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
                 "cell": CELLS[cell].label, "H": str(hidden), "contestant": name,
                 "ms": f"{hz.median(r['wall_ms']):.2f}",
                 "cpu ms": f"{hz.median(r['cpu_ms']):.2f}",
+                "faults": f"{hz.median(r.get('faults') or [0]):.0f}",
                 "reps": str(len(r["wall_ms"])),
                 "x torch.nn": "-" if ratio is None else f"{ratio:.2f}x",
                 "cpu x torch.nn": "-" if cpu_ratio is None else f"{cpu_ratio:.2f}x",
@@ -500,9 +509,10 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
     for note in notes:
         out.append(f"{bullet}{note}")
     out += ["", f"{h}Step time (median ms; x torch.nn = median of paired ratios)", ""]
-    out.append("ms: wall time; cpu ms: CPU time of the process (all its threads); x torch.nn "
-               "and cpu x torch.nn: median over repetitions of the paired ratio of wall and "
-               "of CPU time. Targets are checked on the wall-time ratio.")
+    out.append("ms: wall time; cpu ms: CPU time of the process (all its threads); faults: "
+               "minor page faults per step; x torch.nn and cpu x torch.nn: median over "
+               "repetitions of the paired ratio of wall and of CPU time. Targets are checked "
+               "on the wall-time ratio.")
     out.append("")
     out.append(format_table(trows, markdown))
     if mrows:

@@ -135,12 +135,15 @@ def exported_functions() -> set:
 
 def cast_case(case: Case, dtype: Any) -> Case:
     """The case with its float inputs and float array constants (class weights,
-    pos_weight) converted to ``dtype``."""
+    pos_weight) converted to ``dtype``, and its Python float constants rounded to it (so a
+    float64 run of the result computes on exactly the values a ``dtype`` run sees)."""
     inputs = tuple(np.asarray(a, dtype=dtype) for a in case.inputs)
     consts = {}
     for key, value in case.consts.items():
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             value = value.astype(dtype)
+        elif isinstance(value, float):
+            value = float(np.asarray(value, dtype=dtype))
         consts[key] = value
     return Case(inputs, consts)
 

@@ -94,6 +94,7 @@ def test_state_grad_norms_is_the_per_step_frobenius_norm_in_float64() -> None:
     assert got.shape == (5,) and got.dtype == np.float64
     want = [np.linalg.norm(g[t].astype(np.float64)) for t in range(5)]
     np.testing.assert_allclose(got, want, rtol=1e-15)
+    # regression: T = 0 (an empty sequence) failed in a reshape to (0, -1)
     assert mon.state_grad_norms(np.zeros((0, 2, 3))).shape == (0,)
 
 
@@ -177,7 +178,7 @@ def run_monitored(engine: str, Ts: tuple = (6, 6, 4, 6), max_norm: float = 0.5) 
         model.zero_grad()
         x = rng.standard_normal((T, 2, 3))
         y = rng.standard_normal((T, 2, 2))
-        scale = 10.0 ** (i - 1)                          # some steps get clipped, some not
+        scale = 1.0 if i % 2 else 0.01                  # some steps get clipped, some not
         loss = scale * ((model(tr.Tensor(x)) - tr.Tensor(y)) ** 2).sum()
         loss.backward()
         log["pre"].append(np.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters())))
@@ -288,6 +289,19 @@ def test_monitor_of_a_bare_recurrent_layer() -> None:
     out.sum().backward()
     monitor.record()
     assert monitor.state_norms().shape == (1, 5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_monitor_records_an_empty_sequence(engine: str) -> None:
+    """Regression: a T = 0 batch gives (0, N, H) state gradients; recording them crashed."""
+    rnn = RNN(2, 3, dtype=np.float64, engine=engine)
+    monitor = mon.GradientMonitor(rnn)
+    h0 = tr.Tensor(np.ones((1, 2, 3)), requires_grad=True)
+    _, h_n = rnn(tr.Tensor(np.ones((0, 2, 2))), h0)
+    h_n.sum().backward()
+    monitor.record()
+    assert monitor.state_norms().shape == (1, 0)
+    assert monitor.global_norms()[0].tolist() == [0.0]   # no parameter was used
 
 
 # --------------------------------------------------------------------------------------------

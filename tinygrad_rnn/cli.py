@@ -36,7 +36,7 @@ EPILOG = """\
 examples:
   tinygrad-rnn demo quickstart                 # a small network, backward, gradcheck
   tinygrad-rnn demo vanishing_gradients --quick --out out/vg
-  tinygrad-rnn gradcheck                       # every op, cell and layer (about 30 s)
+  tinygrad-rnn gradcheck                       # every op, cell and layer (under a minute)
   tinygrad-rnn gradcheck --ops tanh,softmax,lstm_cell --examples 100 --seed 1
   tinygrad-rnn gradcheck --list                # the names --ops accepts
   tinygrad-rnn bench --quick                   # benchmarks/recurrent.py --quick
@@ -50,7 +50,7 @@ checkout installed with `pip install -e .`.
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 OPTIONAL_PACKAGES = ("numpy", "matplotlib", "tqdm", "hypothesis", "torch", "cupy")
-DEFAULT_EXAMPLES = 40
+DEFAULT_EXAMPLES = 80
 
 
 class UsageError(Exception):
@@ -127,13 +127,18 @@ def _load_script(path: Path, prefix: str) -> ModuleType:
     return module
 
 
-def _call_main(fn: Callable[[list[str]], Any], argv: list[str]) -> int:
+def _call_main(fn: Callable[[list[str]], Any], argv: list[str], prog: str) -> int:
     """Run a script's ``main(argv)``; its SystemExit (argparse errors, --help) becomes the
-    return code instead of ending the process."""
+    return code instead of ending the process. ``sys.argv[0]`` is ``prog`` meanwhile, so
+    the script's argparse messages name the command the user typed."""
+    saved = sys.argv
+    sys.argv = [prog, *argv]
     try:
         code = fn(argv)
     except SystemExit as exc:
         code = exc.code
+    finally:
+        sys.argv = saved
     if code is None:
         return 0
     if isinstance(code, int):
@@ -168,7 +173,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         else:
             print(f"note: demo {args.name!r} has no {flag} option; ignored", file=sys.stderr)
     module = _load_script(path, "_tinygrad_rnn_demo_")
-    return _call_main(module.main, argv)
+    return _call_main(module.main, argv, f"tinygrad-rnn demo {args.name}")
 
 
 def _select_entries(spec: str | None) -> list[str] | None:
@@ -239,7 +244,7 @@ def _cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
                          f"repository")
     argv = (["--quick"] if args.quick else []) + extra
     module = _load_script(path, "_tinygrad_rnn_bench_")
-    return _call_main(module.main, argv)
+    return _call_main(module.main, argv, "tinygrad-rnn bench")
 
 
 def _version_of(name: str) -> str:
@@ -401,8 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench", help="run benchmarks/recurrent.py (other flags are passed through)",
         description="Run benchmarks/recurrent.py from a source checkout and print its "
-                    "tables. Every flag other than --quick is passed to the benchmark; see "
-                    "`python benchmarks/recurrent.py --help` for them.",
+                    "tables. Every flag other than --quick is passed to the benchmark; "
+                    "`tinygrad-rnn bench -- --help` lists them.",
         epilog="examples:\n  tinygrad-rnn bench --quick\n"
                "  tinygrad-rnn bench --quick --cells lstm --hidden 64 --threads 1 "
                "--no-memory",

@@ -49,7 +49,8 @@ def state_grad_norms(grads: Any) -> np.ndarray:
     """||dL/dh_t|| for every step t of a (T, N, H) gradient array: the Frobenius norm over the
     batch and hidden axes, in float64. Returns shape (T,)."""
     g = _host(grads).astype(np.float64)
-    return np.sqrt((g * g).reshape(g.shape[0], -1).sum(axis=1))
+    # sum over every axis but time (a reshape to (T, -1) is ambiguous when T = 0)
+    return np.sqrt((g * g).sum(axis=tuple(range(1, g.ndim))))
 
 
 class GradientMonitor:

@@ -39,12 +39,24 @@ def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 120) -> str:
     try:
         with os.fdopen(fd, "wb") as fh:
             fig.savefig(fh, format=ext[1:], dpi=dpi, bbox_inches="tight")
+        os.chmod(tmp, _file_mode(path))  # mkstemp makes 0600; give a figure the usual mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
     return path
+
+
+def _file_mode(path: str) -> int:
+    """The permission bits a new file gets from open() under the current umask, or those of
+    the file being replaced."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _finish(fig: Any, path: Any) -> Any:

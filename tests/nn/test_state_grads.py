@@ -380,3 +380,20 @@ def test_each_forward_starts_a_new_record(engine: str):
     (out2 * 2.0).sum().backward()
     for name in ("h", "c"):
         assert_same(second[name], fresh.state_grads[0, 0][name], name)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_state_grads_are_time_major_with_batch_first(engine: str):
+    """batch_first changes the layout of the input and output only: state_grads stay
+    (T, N, H) and equal those of the time-major layer."""
+    cfg = Config(Variant("GRU"), T=4, N=3, D=2, H=2, num_layers=2, bidirectional=True, seed=5)
+    data = make_data(cfg)
+    want = run_layer(cfg, data, engine).state_grads
+    model = cfg.variant.layer(cfg.D, cfg.H, num_layers=2, bidirectional=True, batch_first=True,
+                              engine=engine, dtype=np.float64, generator=cfg.seed)
+    model.track_state_grads = True
+    x = tr.Tensor(data.x.transpose(1, 0, 2).copy(), requires_grad=True)
+    out, h_n = model(x, tr.Tensor(data.h0))
+    loss = (out * tr.Tensor(data.v_out.transpose(1, 0, 2))).sum()
+    (loss + (h_n * tr.Tensor(data.v_h)).sum()).backward()
+    assert_state_grads_same(model.state_grads, want, cfg)

@@ -23,3 +23,8 @@ from .cells import GRUCell, LSTMCell, RNNCell
 from .recurrent import GRU, LSTM, RNN, RNNBase
 
 __all__ += ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "RNNBase"]
+
+# Attention (docs/attention.md)
+from .attention import Attention, CausalSelfAttention, MultiheadAttention
+
+__all__ += ["Attention", "MultiheadAttention", "CausalSelfAttention"]

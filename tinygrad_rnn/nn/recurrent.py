@@ -124,11 +124,13 @@ def _record_hook(recorder: StateGradRecorder, key: tuple, name: str, t: int,
     """A hook that writes the gradient it sees into the (T, N, H) buffer at step t; only the
     batch rows selected by the boolean (N,) ``rows`` when it is given."""
     def hook(grad: Any) -> None:
-        buf = recorder.buffer(key, name, shape, dtype, get_array_module(grad))
+        xp = get_array_module(grad)
+        buf = recorder.buffer(key, name, shape, dtype, xp)
         if rows is None:
             buf[t] = grad
         else:
-            buf[t][rows] = grad[rows]
+            sel = xp.asarray(rows)
+            buf[t][sel] = grad[sel]
     return hook
 
 

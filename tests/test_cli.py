@@ -1,0 +1,392 @@
+"""The ``tinygrad-rnn`` command end to end: ``main([...])`` in-process (and ``python -m
+tinygrad_rnn`` once in a subprocess) for demo, gradcheck, bench and info, at small sizes.
+
+The gradcheck tests prove the command can fail: a deliberately broken backward (an op's, a
+cell's through its ops, or a fused BPTT kernel's) makes it exit 1 and mark the entry FAIL.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tinygrad_rnn as tr
+from tinygrad_rnn import _gradcheck_suite as suite
+from tinygrad_rnn import bptt, cli, ops
+from tinygrad_rnn.gradcheck import flatten_outputs
+from tinygrad_rnn.ops.base import Function
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _table_rows(out: str) -> dict[str, str]:
+    """entry name -> 'ok' / 'FAIL' from the printed gradcheck table."""
+    rows = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 6 and parts[0] in suite.BY_NAME:
+            rows[parts[0]] = parts[-1]
+    return rows
+
+
+# ----------------------------------------------------------------------------- parser
+def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for command in ("demo", "gradcheck", "bench", "info"):
+        assert command in out
+    assert "examples:" in out and "tinygrad-rnn gradcheck --ops" in out
+
+
+@pytest.mark.parametrize("command", ["demo", "gradcheck", "bench", "info"])
+def test_subcommand_help(capsys: pytest.CaptureFixture, command: str) -> None:
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0 and f"tinygrad-rnn {command}" in out
+
+
+def test_version(capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"tinygrad_rnn {tr.__version__}"
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["info", "--bogus"],
+                                  ["gradcheck", "--examples", "0"],
+                                  ["gradcheck", "--examples", "many"],
+                                  ["demo", "quickstart", "--seed", "x"]])
+def test_bad_arguments_exit_2_with_a_message(capsys: pytest.CaptureFixture,
+                                              argv: list[str]) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert "error:" in err and "usage: tinygrad-rnn" in err
+
+
+# ----------------------------------------------------------------------------- info
+def test_info_in_process(capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = run(capsys, "info")
+    assert code == 0
+    assert f"tinygrad_rnn {tr.__version__}" in out
+    assert f"numpy       {np.__version__}" in out
+    for name in ("matplotlib", "tqdm", "hypothesis", "torch", "cupy", "BLAS:",
+                 "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", f"CPU count {os.cpu_count()}"):
+        assert name in out
+    assert "numpy (CPU): available" in out and "cupy (GPU):" in out
+    assert "demos/      found" in out  # running from this checkout
+
+
+def test_info_reports_missing_packages_and_installed_copy(capsys: pytest.CaptureFixture,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    real = cli.importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return None if name in ("torch", "cupy") else real(name, *args)
+
+    monkeypatch.setattr(cli.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(cli, "source_root", lambda: None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    code, out, _ = run(capsys, "info")
+    assert code == 0
+    assert "torch       not installed" in out and "cupy        not installed" in out
+    assert "cupy (GPU): not installed" in out
+    assert "OMP_NUM_THREADS         3" in out
+    assert "no (installed package)" in out
+
+
+def test_python_dash_m_info_in_a_subprocess() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    proc = subprocess.run([sys.executable, "-m", "tinygrad_rnn", "info"], cwd=str(ROOT),
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"tinygrad_rnn {tr.__version__}" in proc.stdout
+    assert f"Python {sys.version.split()[0]}" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- demo
+def test_demo_quickstart_runs(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, "demo", "quickstart", "--seed", "1")
+    assert code == 0, err
+    assert "gradcheck (float64, central differences): passed=True" in out
+    assert "softmax Jacobian" in out
+
+
+def test_demo_quickstart_ignores_options_it_lacks(capsys: pytest.CaptureFixture,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    calls = []
+    monkeypatch.setattr(cli, "_call_main",
+                        lambda fn, argv, prog: calls.append((fn, argv, prog)) or 0)
+    code, _, err = run(capsys, "demo", "quickstart", "--quick", "--out", str(tmp_path),
+                       "--seed", "5")
+    assert code == 0
+    (fn, argv, prog), = calls
+    assert argv == ["--seed", "5"] and prog == "tinygrad-rnn demo quickstart"
+    assert Path(fn.__globals__["__file__"]) == ROOT / "demos" / "quickstart.py"
+    assert "no --quick option" in err and "no --out option" in err
+
+
+def test_demo_vanishing_gradients_gets_quick_out_and_seed(capsys: pytest.CaptureFixture,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    # the real run takes a minute or two even with --quick; here: the right main, the
+    # right argv (the demo's options are read from its argparse calls)
+    calls = []
+    monkeypatch.setattr(cli, "_call_main",
+                        lambda fn, argv, prog: calls.append((fn, argv, prog)) or 7)
+    code, _, err = run(capsys, "demo", "vanishing_gradients", "--quick", "--out",
+                       str(tmp_path), "--seed", "3")
+    assert code == 7  # the demo's return code is the command's
+    (fn, argv, _), = calls
+    assert Path(fn.__globals__["__file__"]) == ROOT / "demos" / "vanishing_gradients.py"
+    assert fn.__name__ == "main"
+    assert argv == ["--quick", "--out", str(tmp_path), "--seed", "3"]
+    assert err == ""
+
+
+def test_demo_options_are_read_from_argparse_calls() -> None:
+    assert cli.demo_options(ROOT / "demos" / "vanishing_gradients.py") == {
+        "--quick", "--out", "--seed"}
+    assert cli.demo_options(ROOT / "demos" / "quickstart.py") == {"--seed"}
+
+
+def test_unknown_demo_exits_2_and_lists_demos(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, "demo", "no_such_demo")
+    assert code == 2 and out == ""
+    assert "unknown demo 'no_such_demo'" in err
+    assert "quickstart" in err and "vanishing_gradients" in err
+
+
+def test_demo_without_name_lists_demos(capsys: pytest.CaptureFixture) -> None:
+    code, _, err = run(capsys, "demo")
+    assert code == 2 and "quickstart, vanishing_gradients" in err
+    code, out, _ = run(capsys, "demo", "--list")
+    assert code == 0 and out.split() == ["quickstart", "vanishing_gradients"]
+
+
+def _fake_checkout(tmp_path: Path, scripts: dict[str, str]) -> Path:
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = fake\n")
+    (tmp_path / "demos").mkdir()
+    for name, body in scripts.items():
+        (tmp_path / "demos" / f"{name}.py").write_text(body)
+    return tmp_path
+
+
+def test_demo_exit_codes_and_system_exit(capsys: pytest.CaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    root = _fake_checkout(tmp_path, {
+        "three": "def main(argv):\n    return 3\n",
+        "none": "def main(argv):\n    print('ran', argv)\n",
+        "exits": "import sys\ndef main(argv):\n    sys.exit('demo gave up')\n",
+        "_private": "def main(argv):\n    return 0\n",
+    })
+    monkeypatch.setattr(cli, "source_root", lambda: root)
+    assert run(capsys, "demo", "three")[0] == 3
+    code, out, _ = run(capsys, "demo", "none", "--seed", "4")
+    assert code == 0 and "ran []" in out  # the demo declares no --seed: not passed
+    code, _, err = run(capsys, "demo", "exits")
+    assert code == 1 and "demo gave up" in err
+    code, _, err = run(capsys, "demo", "_private")
+    assert code == 2 and "available demos: exits, none, three" in err
+
+
+def test_demo_and_bench_explain_a_missing_source_checkout(capsys: pytest.CaptureFixture,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    monkeypatch.setattr(cli, "source_root", lambda: None)
+    for argv in (["demo", "quickstart"], ["bench", "--quick"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == ""
+        assert "source repository" in err and "pip install -e ." in err
+
+
+def test_source_checkout_without_the_folder(capsys: pytest.CaptureFixture,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.setattr(cli, "source_root", lambda: tmp_path)
+    code, _, err = run(capsys, "demo", "quickstart")
+    assert code == 2 and f"looked for {tmp_path / 'demos'}" in err
+
+
+def test_source_root_is_this_checkout() -> None:
+    assert cli.source_root() == ROOT
+
+
+# ----------------------------------------------------------------------------- gradcheck
+def test_gradcheck_every_entry_passes(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, "gradcheck", "--examples", "2", "--seed", "3")
+    assert code == 0, out + err
+    rows = _table_rows(out)
+    assert rows == {name: "ok" for name in suite.BY_NAME}
+    assert f"all {len(suite.SUITE)} passed" in out
+
+
+def _scaled(orig: Callable, factor: float = 1.01) -> staticmethod:
+    """A backward returning ``factor`` times the true gradient."""
+    def backward(ctx: Any, *grad_outs: Any) -> Any:
+        out = orig(ctx, *grad_outs)
+        if isinstance(out, tuple):
+            return tuple(None if g is None else g * factor for g in out)
+        return out * factor
+    return staticmethod(backward)
+
+
+def test_gradcheck_exits_1_when_tanh_backward_is_broken(capsys: pytest.CaptureFixture,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    monkeypatch.setattr(ops.Tanh, "backward", _scaled(ops.Tanh.backward))
+    code, out, _ = run(capsys, "gradcheck", "--ops", "tanh,rnn_cell_tanh,add",
+                       "--examples", "3")
+    assert code == 1
+    assert _table_rows(out) == {"tanh": "FAIL", "rnn_cell_tanh": "FAIL", "add": "ok"}
+    assert "2 of 3 FAILED" in out
+    assert "tanh: example 0: d output 0" in out  # names the entry and the worst entry
+    assert "reproduce with: tinygrad-rnn gradcheck --ops tanh,rnn_cell_tanh" in out
+
+
+def _break_kernel(name: str) -> Callable:
+    orig = getattr(bptt, name)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        grads = orig(*args, **kwargs)
+        return grads._replace(dweight_hh=grads.dweight_hh * 1.01)
+    return broken
+
+
+@pytest.mark.parametrize("target, attr, entries", [
+    (ops.Softmax, "backward", ["softmax"]),
+    (ops.LogSoftmax, "backward", ["log_softmax"]),
+    (ops.MatMul, "backward", ["matmul", "linear"]),
+    (ops.CrossEntropy, "backward", ["cross_entropy"]),
+    (ops.Sigmoid, "backward", ["sigmoid", "gru_cell_after", "gru_cell_before", "lstm_cell",
+                               "lstm_cell_peephole", "lstm_cell_coupled"]),
+    (ops.ReLU, "backward", ["relu", "rnn_cell_relu"]),
+    (bptt, "rnn_backward", ["rnn_layer"]),
+    (bptt, "gru_backward", ["gru_layer"]),
+    (bptt, "lstm_backward", ["lstm_layer"]),
+])
+def test_suite_catches_a_broken_backward(monkeypatch: pytest.MonkeyPatch, target: Any,
+                                         attr: str, entries: list[str]) -> None:
+    if target is bptt:
+        monkeypatch.setattr(bptt, attr, _break_kernel(attr))
+    else:
+        monkeypatch.setattr(target, attr, _scaled(getattr(target, attr)))
+    for result in suite.run_suite(entries, examples=4, seed=0):
+        assert not result.passed, result.name
+        assert result.failure.startswith("example ")
+
+
+def test_gradcheck_backward_that_raises_is_a_failure(capsys: pytest.CaptureFixture,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def backward(ctx: Any, grad_out: Any) -> Any:
+        raise ValueError("deliberately broken")
+
+    monkeypatch.setattr(ops.Exp, "backward", staticmethod(backward))
+    code, out, _ = run(capsys, "gradcheck", "--ops", "exp", "--examples", "2")
+    assert code == 1 and _table_rows(out) == {"exp": "FAIL"}
+    assert "ValueError: deliberately broken" in out
+
+
+def test_gradcheck_ops_groups_list_and_unknown_names(capsys: pytest.CaptureFixture) -> None:
+    code, out, _ = run(capsys, "gradcheck", "--ops", "cell", "--examples", "1")
+    assert code == 0
+    assert list(_table_rows(out)) == ["rnn_cell_tanh", "rnn_cell_relu", "gru_cell_after",
+                                      "gru_cell_before", "lstm_cell", "lstm_cell_peephole",
+                                      "lstm_cell_coupled"]
+    code, out, _ = run(capsys, "gradcheck", "--list")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == list(suite.BY_NAME)
+    code, out, err = run(capsys, "gradcheck", "--ops", "tanh,tahn")
+    assert code == 2 and out == ""
+    assert "unknown op 'tahn'" in err and "gradcheck --list" in err
+
+
+def test_suite_covers_every_function_in_the_package() -> None:
+    """Every Function subclass defined in tinygrad_rnn appears in the recorded graph of some
+    suite entry: a new primitive without a gradcheck entry fails here."""
+    defined = set()
+    stack = [Function]
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            stack.append(sub)
+            if sub.__module__.startswith("tinygrad_rnn."):
+                defined.add(sub)
+    seen: set = set()
+    for entry in suite.SUITE:
+        for k in range(3):
+            problem = entry.sample(suite.example_rng(0, entry.name, k))
+            outputs = flatten_outputs(problem.fn(*problem.inputs))
+            nodes = [t.grad_fn for t in outputs if t.grad_fn is not None]
+            while nodes:
+                node = nodes.pop()
+                seen.add(node.fn)
+                nodes.extend(t.grad_fn for t in node.inputs if t.grad_fn is not None)
+    missing = sorted(f"{f.__module__}.{f.__name__}" for f in defined - seen)
+    assert not missing, f"no gradcheck entry exercises: {missing}"
+    assert {"Tanh", "FusedRecurrent", "_Cast", "CrossEntropy"} <= {f.__name__ for f in seen}
+
+
+def test_examples_are_reproducible_and_independent_of_the_selection() -> None:
+    alone = suite.run_suite(["lstm_cell"], examples=3, seed=11)[0]
+    again = suite.run_suite(["tanh", "lstm_cell"], examples=3, seed=11)[1]
+    assert alone.max_abs_error == again.max_abs_error
+    assert alone.entries == again.entries > 0
+    other = suite.run_suite(["lstm_cell"], examples=3, seed=12)[0]
+    assert other.max_abs_error != alone.max_abs_error
+
+
+def test_gradcheck_command_does_not_need_hypothesis() -> None:
+    """hypothesis is a test extra: the command must run in a plain install."""
+    code = ("import sys; sys.modules['hypothesis'] = None\n"
+            "from tinygrad_rnn.cli import main\n"
+            "sys.exit(main(['gradcheck', '--ops', 'tanh,lstm_layer', '--examples', '1']))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all 2 passed" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- bench
+TINY_BENCH = ["--cells", "rnn", "--hidden", "8", "--threads", "1", "--reps", "1",
+              "--seq-len", "3", "--batch", "4", "--no-memory", "--no-torch"]
+
+
+def test_bench_quick_at_toy_size_prints_the_table(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys, "bench", "--quick", *TINY_BENCH)
+    assert code == 0, err
+    assert "Step time" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("1  Elman")]
+    assert [row[3] for row in rows] == ["fused", "autograd"]
+    assert all(float(row[4]) > 0 for row in rows)
+
+
+def test_bench_passes_arguments_through(capsys: pytest.CaptureFixture,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(cli, "_call_main",
+                        lambda fn, argv, prog: calls.append((fn, argv, prog)) or 0)
+    assert run(capsys, "bench", "--quick", "--cells", "lstm", "--threads", "1")[0] == 0
+    assert run(capsys, "bench", "--", "--help")[0] == 0
+    assert [c[1] for c in calls] == [["--quick", "--cells", "lstm", "--threads", "1"],
+                                     ["--help"]]
+    assert Path(calls[0][0].__globals__["__file__"]) == ROOT / "benchmarks" / "recurrent.py"
+    assert calls[0][2] == "tinygrad-rnn bench"
+
+
+def test_bench_bad_flag_is_the_benchmarks_usage_error(capsys: pytest.CaptureFixture) -> None:
+    code, _, err = run(capsys, "bench", "--no-such-flag")
+    assert code == 2
+    assert "usage: tinygrad-rnn bench" in err and "--no-such-flag" in err
