@@ -60,10 +60,6 @@ class Case:
     inputs: tuple
     consts: dict = field(default_factory=dict)
 
-    def __repr__(self) -> str:
-        arrays = ", ".join(f"np.array({a.tolist()!r})" for a in self.inputs)
-        return f"Case(inputs=({arrays},), consts={self.consts!r})"
-
 
 @dataclass(frozen=True, eq=False)
 class OpInfo:
@@ -884,15 +880,24 @@ REGISTRY: tuple[OpInfo, ...] = (
                # a fully masked row: zeros and zero gradient, never NaN
                Case((np.array([[1.0, 2.0, -1.0], [0.5, 3.0, 2.0]]),),
                     {"axis": -1, "mask": np.array([[True, False, True], [False] * 3])}),
+               # a 0-d tensor with axis -1 (a one-element row), as torch (bug fixed)
+               Case((np.array(0.7),), {"axis": -1, "mask": None}),
            )),
     OpInfo("log_softmax", _log_softmax, _ref_log_softmax, _softmax_cases(),
            (ops.LogSoftmax,),
            examples=(
                Case((np.array([[1.0, 2.0, -1.0], [0.5, 3.0, 2.0]]),),
                     {"axis": 0, "mask": np.array([[True, False, False], [True, False, True]])}),
+               Case((np.array(-1.3),), {"axis": 0, "mask": None}),  # 0-d (bug fixed)
+               # an empty softmax axis: empty output, no log(0) warning (bug fixed)
+               Case((np.zeros((2, 0)),), {"axis": 1, "mask": None}),
            )),
     # linear algebra
-    OpInfo("matmul", lambda a, b: a @ b, np.matmul, _matmul_cases(), (ops.MatMul,)),
+    OpInfo("matmul", lambda a, b: a @ b, np.matmul, _matmul_cases(), (ops.MatMul,),
+           examples=(
+               # vector @ vector: the upstream gradient is 0-d (backward crashed; fixed)
+               Case((np.array([1.0, -2.0, 0.5]), np.array([0.3, 0.7, -1.1]))),
+           )),
     OpInfo("linear", _linear, _ref_linear, _linear_cases(), (ops.MatMul, ops.Transpose)),
     # reductions
     OpInfo("sum", lambda x, axis, keepdims: x.sum(axis, keepdims), _ref_reduce("sum"),
@@ -916,6 +921,8 @@ REGISTRY: tuple[OpInfo, ...] = (
            examples=(
                Case((np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),),
                     {"index": np.array([0, 2, 0, -3, 2])}),
+               # an empty list selects nothing (it was read as a float index; fixed)
+               Case((np.array([[1.0, 2.0], [3.0, 4.0]]),), {"index": []}),
            )),
     OpInfo("cat", lambda *xs, axis: tr.cat(xs, axis=axis),
            lambda *xs, axis: np.concatenate(xs, axis=axis), _cat_cases(), (ops.Concatenate,)),
@@ -931,7 +938,13 @@ REGISTRY: tuple[OpInfo, ...] = (
            (ops.MaskedFill,)),
     OpInfo("embedding", lambda w, ids, padding_idx: F.embedding(ids, w, padding_idx),
            lambda w, ids, padding_idx: w[ids], _embedding_cases(), (ops.Embedding,),
-           frozen=_embedding_frozen),
+           frozen=_embedding_frozen,
+           examples=(
+               # embedding size 0: backward's reshape(-1, 0) was ambiguous (fixed)
+               Case((np.zeros((3, 0)),), {"ids": np.array([[0, 2], [1, 1]]), "padding_idx": None}),
+               Case((np.array([[0.5, -1.0], [2.0, 0.0], [1.5, 3.0]]),),
+                    {"ids": np.array([2, 0, 2, 1]), "padding_idx": -1}),
+           )),
     OpInfo("dropout", _dropout, _ref_dropout, _dropout_cases(), (ops.Dropout,)),
     # losses (torch.nn.functional signatures)
     OpInfo("cross_entropy", _cross_entropy, _ref_cross_entropy, _cross_entropy_cases(),

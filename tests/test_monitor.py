@@ -382,6 +382,49 @@ def test_jacobian_products_equal_norms_of_the_unrolled_map(variant: Variant) -> 
             assert abs(got[t] - want) <= SAME * max(1.0, want), (ord, t)
 
 
+@pytest.mark.parametrize("coupled", [False, True])
+def test_lstm_cell_block_of_the_step_jacobian_is_the_forget_gate(coupled: bool) -> None:
+    """Without peepholes dc_t/dc_{t-1} = diag(f_t) exactly: the cell path has no weight
+    matrix and no tanh' factor (docs/vanishing.md)."""
+    T, D, H = 8, 2, 3
+    cell = LSTMCell(D, H, coupled=coupled, dtype=np.float64, generator=12)
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((T, 1, D))
+    h0, c0 = rng.standard_normal((1, H)), rng.standard_normal((1, H))
+    J = mon.step_jacobians(cell, x, h0, c0)
+    f_rows = slice(0, H) if coupled else slice(H, 2 * H)      # gate order (f,g,o) / (i,f,g,o)
+    w_ih, w_hh = cell.weight_ih.numpy()[f_rows], cell.weight_hh.numpy()[f_rows]
+    b = cell.bias_ih.numpy()[f_rows] + cell.bias_hh.numpy()[f_rows]
+    h, c = tr.Tensor(h0), tr.Tensor(c0)
+    for t in range(T):
+        f = 1 / (1 + np.exp(-(w_ih @ x[t, 0] + w_hh @ h.numpy()[0] + b)))
+        np.testing.assert_allclose(J[t][H:, H:], np.diag(f), rtol=1e-13, atol=1e-15)
+        with tr.no_grad():
+            h, c = cell(tr.Tensor(x[t]), (h, c))
+
+
+def test_gru_update_gate_near_one_keeps_the_identity_path() -> None:
+    """J_t = diag(z_t) + diag(1 - z_t) dn/dh + diag(h - n) dz/dh: with z near 1 the first,
+    weight-free term dominates and ||dh_T/dh_0|| stays near 1 over 50 steps; with z near 0
+    only the n path is left, which vanishes like the Elman RNN's."""
+    T, D, H = 50, 2, 4
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((T, 1, D))
+    ends = {}
+    for bias in (8.0, -8.0):
+        cell = GRUCell(D, H, dtype=np.float64, generator=15)
+        with tr.no_grad():
+            cell.weight_hh.mul_(0.5)
+            cell.bias_hh.data[H:2 * H] = bias                 # z rows (gate order r, z, n)
+        J = mon.step_jacobians(cell, x)
+        if bias > 0:                                          # z near 1: almost diag(z)
+            for J_t in J:
+                assert np.linalg.norm(J_t - np.diag(np.diag(J_t)), 2) < 0.01
+        ends[bias] = mon.jacobian_products(J)[0]
+    assert 0.9 < ends[8.0] <= 1.0 + 1e-9
+    assert ends[-8.0] < 1e-3
+
+
 def test_step_jacobians_refuse_unsupported_modules() -> None:
     with pytest.raises(TypeError, match="Linear"):
         mon.step_jacobians(tr.nn.Linear(2, 2), np.zeros((3, 2)))

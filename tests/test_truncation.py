@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tinygrad_rnn as tr

@@ -13,10 +13,12 @@
   a sequence of one query;
 * contract: float32 stays float32 and matches float64; inputs are never mutated; errors name
   the shapes involved;
-* docs/attention.md: its code block runs and its references name existing code and tests.
+* the docstring examples and docs/attention.md: the examples and the page's code block run,
+  and the page's references name existing code and tests.
 """
 from __future__ import annotations
 
+import doctest
 import math
 import re
 from contextlib import contextmanager
@@ -183,7 +185,7 @@ def test_attention_gradcheck_directional_random_masks(score, n, tq, tk, dq, dk, 
     rng = np.random.default_rng(seed)
     att = make_attention(score, dq, dk, seed=seed)
     q, k, v = inputs(n, tq, tk, dq, att.key_size, dv, seed)
-    masks: dict = {"causal": causal and tq > 0}
+    masks: dict = {"causal": causal}
     if pad_p:
         masks["key_padding_mask"] = rng.random((n, tk)) < pad_p
     if blocked_p:
@@ -467,8 +469,8 @@ def test_attention_errors_name_the_shapes() -> None:
     with pytest.raises(ValueError, match=r"keys of shape \(2, 4, 2\) and values of shape "
                                          r"\(2, 5, 2\)"):
         att(q, k, tr.Tensor(np.zeros((2, 5, 2))))
-    with pytest.raises(ValueError, match=r"query of shape \(3, 3, 3\), keys of shape "
-                                         r"\(2, 4, 2\).*batch sizes differ"):
+    with pytest.raises(ValueError, match=r"batch sizes differ: query of shape \(3, 3, 3\), "
+                                         r"keys of shape \(2, 4, 2\)"):
         att(tr.Tensor(np.zeros((3, 3, 3))), k, v)
     with pytest.raises(ValueError, match=r"values of shape \(2, 4, 3\).*value_size is 2"):
         att(q, k, tr.Tensor(np.zeros((2, 4, 3))))
@@ -675,14 +677,14 @@ def test_multihead_errors_name_the_shapes() -> None:
     with pytest.raises(ValueError, match=r"key of shape \(5, 2, 4\) has last dimension 4, "
                                          r"expected 3"):
         mha(q, v, v)
-    with pytest.raises(ValueError, match=r"query of shape \(3, 2, 4\), key of shape "
-                                         r"\(5, 2\).*all 3-D"):
+    with pytest.raises(ValueError, match=r"all be 3-D.*query of shape \(3, 2, 4\), key of "
+                                         r"shape \(5, 2\)"):
         mha(q, tr.Tensor(np.zeros((5, 2))), v)
     with pytest.raises(ValueError, match=r"key of shape \(5, 2, 3\) and value of shape "
                                          r"\(4, 2, 4\)"):
         mha(q, k, tr.Tensor(np.zeros((4, 2, 4))))
-    with pytest.raises(ValueError, match=r"query of shape \(3, 1, 4\), key of shape "
-                                         r"\(5, 2, 3\).*batch sizes differ"):
+    with pytest.raises(ValueError, match=r"batch sizes differ: query of shape \(3, 1, 4\), "
+                                         r"key of shape \(5, 2, 3\)"):
         mha(tr.Tensor(np.zeros((3, 1, 4))), k, v)
     with pytest.raises(ValueError, match=r"attn_mask of shape \(5, 3\).*\(3, 5\)"):
         mha(q, k, v, attn_mask=np.zeros((5, 3), dtype=bool))
@@ -710,7 +712,7 @@ def test_causal_self_attention_future_never_reaches_the_past() -> None:
     csa = nn.CausalSelfAttention(4, 2, dtype=np.float64, generator=11)
     x = np.random.default_rng(22).standard_normal((2, 5, 4))
     changed = x.copy()
-    changed[:, 3:] = np.nan                                  # the future, even NaN
+    changed[:, 3:] = 1e3 * np.random.default_rng(0).standard_normal((2, 2, 4))  # the future
     np.testing.assert_array_equal(csa(tr.Tensor(changed)).numpy()[:, :3],
                                   csa(tr.Tensor(x)).numpy()[:, :3])
     (X,) = leaves(x)
@@ -728,8 +730,15 @@ def test_causal_self_attention_gradcheck() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# docs/attention.md
+# docstring examples and docs/attention.md
 # --------------------------------------------------------------------------------------------
+def test_docstring_examples_run() -> None:
+    from tinygrad_rnn.nn import attention
+
+    result = doctest.testmod(attention)
+    assert result.attempted > 0 and result.failed == 0
+
+
 def _page() -> str:
     return PAGE.read_text(encoding="utf-8")
 

@@ -256,7 +256,7 @@ class NGramLM:
         """The last n - 1 ids of ``context``, left-padded with ``<s>``: shape (n - 1,)."""
         ctx = self._check_ids(context, where)
         width = self.order - 1
-        ctx = ctx[len(ctx) - width:] if width else ctx[:0]
+        ctx = ctx[max(len(ctx) - width, 0):]  # (not ctx[-width:]: wrong for width 0)
         pad = np.full(width - len(ctx), self.bos_id, dtype=np.int64)
         return np.concatenate([pad, ctx])
 
@@ -353,7 +353,8 @@ class NGramLM:
         """Next-token log-distributions: row t is log P(. | ids[:t + 1]).
 
         ``ids`` of shape (T,) gives (T, V); a batch (N, T) gives (N, T, V), like the output
-        of a neural LM run on the same ids.
+        of a neural LM run on the same ids. This holds T V floats: to score a long stream,
+        use :meth:`token_log_probs`, which computes only the probabilities of the targets.
         """
         V = self._check_fitted("NGramLM.log_probs")
         arr = np.asarray(ids)

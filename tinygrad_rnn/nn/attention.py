@@ -461,8 +461,8 @@ class Attention(Module):
             s += f", value_size={self.value_size}"
         if self.score == "additive":
             s += f", hidden_size={self.hidden_size}, bias={self.query_proj.bias is not None}"
-        dtype = next(iter(self.parameters()), None)
-        return s + ("" if dtype is None else _dtype_note(dtype.dtype))
+        first = next(iter(self.parameters()), None)
+        return s + ("" if first is None else _dtype_note(first.dtype))
 
 
 # ------------------------------------------------------------------------- multi-head

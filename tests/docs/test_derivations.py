@@ -1,0 +1,278 @@
+"""Claims of docs/softmax.md, docs/activations.md and docs/broadcasting.md that no other test
+states on its own. Each test names the equations it checks; reference values are computed
+here independently (plain NumPy formulas, explicit index sums), except for the worked
+examples, whose printed 4-decimal numbers are the claim being checked.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import tinygrad_rnn as tr
+from tinygrad_rnn.ops import stable_sigmoid
+
+F = tr.functional
+
+
+def _leaf(a: np.ndarray) -> tr.Tensor:
+    return tr.Tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+
+
+def _grad(fn, x: np.ndarray, upstream: np.ndarray | None = None) -> np.ndarray:
+    """d <upstream, fn(x)> / dx (upstream defaults to 1 for a scalar)."""
+    t = _leaf(x)
+    y = fn(t)
+    y.backward(upstream)
+    return t.grad
+
+
+def _softmax_ref(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+rows = st.integers(1, 4).flatmap(lambda n: st.integers(2, 5).flatmap(
+    lambda c: hnp.arrays(np.float64, (n, c), elements=st.floats(-4, 4))))
+
+
+# ----------------------------------------------------------------------------- softmax.md
+@given(z=hnp.arrays(np.float64, st.integers(1, 6), elements=st.floats(-5, 5)),
+       c=st.sampled_from([-1000.0, -3.5, 0.0, 2.0, 700.0, 1000.0]))
+def test_softmax_is_unchanged_by_adding_a_constant(z: np.ndarray, c: float) -> None:
+    """(SM1)-(SM3): softmax(z + c) = softmax(z), and the max-shifted form is the definition."""
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        shifted = F.softmax(tr.Tensor(z + c)).data
+        plain = np.exp(z) / np.exp(z).sum()  # |z| <= 5: the unshifted formula is safe here
+    np.testing.assert_allclose(F.softmax(tr.Tensor(z)).data, plain, rtol=1e-13, atol=1e-16)
+    # z + c rounds differently from z, so compare at the size of that rounding
+    np.testing.assert_allclose(shifted, plain, rtol=0, atol=1e-12 * max(1.0, abs(c)))
+
+
+def test_three_class_worked_example() -> None:
+    """Section 5 of docs/softmax.md: z = (2.0, 1.0, 0.1), target class 0, to 4 decimals."""
+    z = np.array([2.0, 1.0, 0.1])
+    p_ref = np.exp(z) / np.exp(z).sum()
+    logits = _leaf(z)
+    p = F.softmax(logits).data
+    loss = F.cross_entropy(logits, np.array(0))
+    loss.backward()
+    np.testing.assert_allclose(p, p_ref, rtol=1e-14)
+    np.testing.assert_allclose(loss.item(), -np.log(p_ref[0]), rtol=1e-14)
+    np.testing.assert_allclose(logits.grad, p_ref - [1.0, 0.0, 0.0], rtol=1e-13, atol=1e-16)
+    # the numbers printed on the page
+    doc = 5e-5
+    np.testing.assert_allclose(np.exp(z - 2.0), [1.0, 0.3679, 0.1496], atol=doc)
+    np.testing.assert_allclose(np.exp(z - 2.0).sum(), 1.5174, atol=doc)
+    np.testing.assert_allclose(p, [0.6590, 0.2424, 0.0986], atol=doc)
+    np.testing.assert_allclose(F.log_softmax(tr.Tensor(z)).data, [-0.4170, -1.4170, -2.3170],
+                               atol=doc)
+    np.testing.assert_allclose(loss.item(), 0.4170, atol=doc)
+    np.testing.assert_allclose(logits.grad, [-0.3410, 0.2424, 0.0986], atol=doc)
+    np.testing.assert_allclose(tr.jacobians.softmax(p),
+                               [[0.2247, -0.1598, -0.0650], [-0.1598, 0.1837, -0.0239],
+                                [-0.0650, -0.0239, 0.0889]], atol=doc)
+
+
+@given(z=rows, seed=st.integers(0, 2**31 - 1))
+def test_cross_entropy_gradient_equals_the_jacobian_chain(z: np.ndarray, seed: int) -> None:
+    """(SM10), (SM11): dl/dz = p - e_y = J_logsoftmax^T (-e_y) = J_softmax^T (-e_y / p_y)."""
+    n, c = z.shape
+    y = np.random.default_rng(seed).integers(0, c, size=n)
+    onehot = np.eye(c)[y]
+    grad = _grad(lambda t: F.cross_entropy(t, y, reduction="sum"), z)
+    p = _softmax_ref(z)
+    np.testing.assert_allclose(grad, p - onehot, rtol=1e-12, atol=1e-14)
+    j_log = tr.jacobians.log_softmax(np.log(p))  # (n, c, c)
+    np.testing.assert_allclose(np.einsum("nij,ni->nj", j_log, -onehot), p - onehot,
+                               rtol=1e-12, atol=1e-14)
+    j_soft = tr.jacobians.softmax(p)
+    dp = -onehot / p[np.arange(n), y][:, None]
+    np.testing.assert_allclose(np.einsum("nij,ni->nj", j_soft, dp), p - onehot,
+                               rtol=1e-10, atol=1e-12)
+    # the gradient of each row sums to 0 and lies in [-1, 1]
+    np.testing.assert_allclose(grad.sum(axis=1), 0.0, atol=1e-14)
+    assert np.all(np.abs(grad) <= 1.0)
+    mean = _grad(lambda t: F.cross_entropy(t, y), z)  # 'mean': divided by N
+    np.testing.assert_allclose(mean, (p - onehot) / n, rtol=1e-12, atol=1e-14)
+
+
+@given(z=rows, eps=st.floats(0.0, 1.0), seed=st.integers(0, 2**31 - 1))
+def test_label_smoothing_gradient_is_p_minus_the_smoothed_target(z: np.ndarray, eps: float,
+                                                                 seed: int) -> None:
+    """(SM12): with q = (1 - eps) e_y + eps / C, loss -sum q log p and gradient p - q."""
+    n, c = z.shape
+    y = np.random.default_rng(seed).integers(0, c, size=n)
+    q = (1 - eps) * np.eye(c)[y] + eps / c
+    p = _softmax_ref(z)
+    logits = _leaf(z)
+    loss = F.cross_entropy(logits, y, reduction="sum", label_smoothing=eps)
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), -(q * np.log(p)).sum(), rtol=1e-12)
+    np.testing.assert_allclose(logits.grad, p - q, rtol=1e-12, atol=1e-14)
+    # the probability-target form with q given explicitly is the same loss
+    soft = F.cross_entropy(tr.Tensor(z), q, reduction="sum")
+    np.testing.assert_allclose(soft.item(), loss.item(), rtol=1e-12)
+
+
+def test_label_smoothing_and_weight_examples_of_the_page() -> None:
+    """Section 6 of docs/softmax.md, to 4 decimals."""
+    z, y, doc = np.array([2.0, 1.0, 0.1]), np.array(0), 5e-5
+    logits = _leaf(z)
+    loss = F.cross_entropy(logits, y, label_smoothing=0.1)
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), 0.5137, atol=doc)
+    np.testing.assert_allclose(logits.grad, [-0.2743, 0.2091, 0.0652], atol=doc)
+    w = np.array([2.0, 1.0, 0.5])
+    summed = _grad(lambda t: F.cross_entropy(t, y, weight=w, reduction="sum"), z)
+    np.testing.assert_allclose(summed, [-0.6820, 0.4849, 0.1971], atol=doc)
+    mean = _grad(lambda t: F.cross_entropy(t, y, weight=w), z)  # one row: w_y cancels
+    np.testing.assert_allclose(mean, [-0.3410, 0.2424, 0.0986], atol=doc)
+
+
+@given(z=rows, eps=st.sampled_from([0.0, 0.1, 0.35]), seed=st.integers(0, 2**31 - 1))
+def test_weighted_smoothed_gradient_and_mean_denominator(z: np.ndarray, eps: float,
+                                                         seed: int) -> None:
+    """(SM13), (SM14): the general row gradient with class weights and smoothing; 'mean'
+    divides by the sum of w_y over the rows that are not ignored, which get exactly 0."""
+    n, c = z.shape
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, c, size=n)
+    ignored = rng.random(n) < 0.3
+    target = np.where(ignored, -100, y)
+    w = rng.uniform(0.2, 2.0, size=c)
+    p = _softmax_ref(z)
+    coef = (1 - eps) * w[y] + eps / c * w.sum()
+    expected = coef[:, None] * p - (1 - eps) * w[y][:, None] * np.eye(c)[y] - eps / c * w
+    expected[ignored] = 0.0
+    denom = w[y][~ignored].sum()
+    grad = _grad(lambda t: F.cross_entropy(t, target, weight=w, label_smoothing=eps), z)
+    if denom > 0:
+        np.testing.assert_allclose(grad, expected / denom, rtol=1e-11, atol=1e-14)
+    else:
+        assert np.all(grad == 0.0)
+    assert np.all(grad[ignored] == 0.0)  # exactly, not approximately
+
+
+# ----------------------------------------------------------------------------- activations.md
+def test_activation_derivative_bounds() -> None:
+    """(AC3), (AC4): tanh' = 1 - tanh^2 peaks at 1 and sigmoid' = s (1 - s) at 1/4, both at
+    x = 0; at |x| = 3 tanh' is already below 0.01."""
+    x = np.linspace(-8.0, 8.0, 1601)  # contains 0 exactly
+    dtanh = _grad(F.tanh, x, np.ones_like(x))
+    dsig = _grad(F.sigmoid, x, np.ones_like(x))
+    assert dtanh.max() == 1.0 and x[dtanh.argmax()] == 0.0
+    assert dsig.max() == 0.25 and x[dsig.argmax()] == 0.0
+    assert np.all(dtanh > 0) and np.all(dsig > 0)
+    np.testing.assert_allclose(_grad(F.tanh, np.array([3.0, -3.0]), np.ones(2)),
+                               1 - np.tanh(3.0) ** 2, rtol=1e-15)
+    assert 1 - np.tanh(3.0) ** 2 < 0.01
+
+
+def test_stable_sigmoid_matches_both_textbook_forms_without_overflow() -> None:
+    """(AC5): exp(-|x|) never overflows; each branch equals the definition where the
+    definition can be evaluated, and the tails keep their tiny values."""
+    x = np.linspace(-30.0, 30.0, 6001)
+    s = stable_sigmoid(x)
+    np.testing.assert_allclose(s, 1 / (1 + np.exp(-x)), rtol=1e-14)
+    np.testing.assert_allclose(s, np.exp(x) / (1 + np.exp(x)), rtol=1e-14)
+    # sigma(-x) = 1 - sigma(x): the sum is 1 up to the rounding of numbers near 1 (a few
+    # units of eps = 2.2e-16; 1 - s itself would lose the relative accuracy of the tail)
+    np.testing.assert_allclose(stable_sigmoid(-x) + s, 1.0, rtol=0,
+                               atol=2 * np.finfo(np.float64).eps)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        tails = stable_sigmoid(np.array([-1000.0, -40.0, 40.0, 1000.0]))
+        grad = _grad(F.sigmoid, np.array([-1000.0, 1000.0]), np.ones(2))
+    assert tails[0] == 0.0 and tails[3] == 1.0
+    np.testing.assert_allclose(tails[1], np.exp(-40.0), rtol=1e-15)  # not rounded to 0
+    assert np.all(grad == 0.0)
+    # the naive form overflows (a RuntimeWarning, an error under errstate)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        1 / (1 + np.exp(np.array([1000.0])))
+
+
+@given(x=hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-6, 6)))
+def test_tanh_is_a_rescaled_sigmoid(x: np.ndarray) -> None:
+    """(AC6): tanh(x) = 2 sigma(2x) - 1, hence tanh'(x) = 4 sigma'(2x)."""
+    np.testing.assert_allclose(F.tanh(tr.Tensor(x)).data,
+                               2 * F.sigmoid(tr.Tensor(2 * x)).data - 1, atol=1e-15)
+    ones = np.ones_like(x)
+    np.testing.assert_allclose(_grad(F.tanh, x, ones), 4 * _grad(F.sigmoid, 2 * x, ones),
+                               atol=1e-15)
+
+
+def test_relu_gradient_at_the_kink_is_zero() -> None:
+    """(AC7): relu'(0) is taken as 0, and the gradient is the indicator of x > 0."""
+    x = np.array([-2.0, -0.0, 0.0, 1e-300, 3.0])
+    grad = _grad(F.relu, x, np.array([5.0, 5.0, 5.0, 5.0, 5.0]))
+    np.testing.assert_array_equal(grad, [0.0, 0.0, 0.0, 5.0, 5.0])
+
+
+# ----------------------------------------------------------------------------- broadcasting.md
+@given(n=st.integers(1, 4), k=st.integers(1, 4), m=st.integers(1, 4),
+       seed=st.integers(0, 2**31 - 1))
+def test_matmul_vjps_equal_the_index_sums(n: int, k: int, m: int, seed: int) -> None:
+    """(M1)-(M3): dA_ik = sum_j G_ij B_kj and dB_kj = sum_i G_ij A_ik, as loops."""
+    rng = np.random.default_rng(seed)
+    a, b, g = rng.normal(size=(n, k)), rng.normal(size=(k, m)), rng.normal(size=(n, m))
+    da_loop, db_loop = np.zeros((n, k)), np.zeros((k, m))
+    for i in range(n):
+        for kk in range(k):
+            da_loop[i, kk] = sum(g[i, j] * b[kk, j] for j in range(m))
+    for kk in range(k):
+        for j in range(m):
+            db_loop[kk, j] = sum(g[i, j] * a[i, kk] for i in range(n))
+    ta, tb = _leaf(a), _leaf(b)
+    (ta @ tb).backward(g)
+    np.testing.assert_allclose(ta.grad, da_loop, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(tb.grad, db_loop, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(da_loop, g @ b.T, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(db_loop, a.T @ g, rtol=1e-12, atol=1e-13)
+
+
+def test_matmul_with_vectors_and_a_shared_weight() -> None:
+    """(M4), (M5): 1-D operands, and a weight shared over batch axes gets the sum over
+    them, equal to one GEMM over the stacked rows."""
+    rng = np.random.default_rng(0)
+    a, b, B = rng.normal(size=3), rng.normal(size=3), rng.normal(size=(3, 4))
+    g = rng.normal(size=4)
+    ta, tb = _leaf(a), _leaf(b)
+    (ta @ tb).backward(np.array(2.0))
+    np.testing.assert_allclose(ta.grad, 2.0 * b, rtol=1e-15)
+    np.testing.assert_allclose(tb.grad, 2.0 * a, rtol=1e-15)
+    ta, tB = _leaf(a), _leaf(B)
+    (ta @ tB).backward(g)
+    np.testing.assert_allclose(ta.grad, B @ g, rtol=1e-14)
+    np.testing.assert_allclose(tB.grad, np.outer(a, g), rtol=1e-14)
+    T, N, K, M = 5, 3, 4, 2
+    x, w, gy = rng.normal(size=(T, N, K)), rng.normal(size=(K, M)), rng.normal(size=(T, N, M))
+    tw = _leaf(w)
+    (tr.Tensor(x) @ tw).backward(gy)
+    per_step = sum(x[t].T @ gy[t] for t in range(T))
+    one_gemm = x.reshape(T * N, K).T @ gy.reshape(T * N, M)
+    np.testing.assert_allclose(tw.grad, per_step, rtol=1e-12)
+    np.testing.assert_allclose(tw.grad, one_gemm, rtol=1e-12)
+
+
+def test_broadcasting_examples_of_the_page() -> None:
+    """(M7), (M8) with the numbers of docs/broadcasting.md."""
+    z = _leaf(np.zeros((3, 2)))
+    b = _leaf(np.zeros(2))
+    gy = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    (z + b).backward(gy)
+    assert b.grad.tolist() == [9.0, 12.0] and z.grad.tolist() == gy.tolist()
+    x, y = _leaf(np.zeros((2, 1))), _leaf(np.zeros((1, 3)))
+    (x + y).backward(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    assert x.grad.tolist() == [[6.0], [15.0]] and y.grad.tolist() == [[5.0, 7.0, 9.0]]
+    # the matmul example
+    A, B = _leaf(np.array([[1.0, 2.0], [3.0, 4.0]])), _leaf(np.array([[1.0, 0.0, -1.0],
+                                                                       [2.0, 1.0, 0.0]]))
+    (A @ B).backward(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]]))
+    assert A.grad.tolist() == [[-1.0, 2.0], [1.0, 1.0]]
+    assert B.grad.tolist() == [[1.0, 3.0, -1.0], [2.0, 4.0, 0.0]]
+    # a broadcast product: z = x * s with s of shape (1, H): ds sums x * G over rows
+    xs, s = _leaf(np.array([[1.0, 2.0], [3.0, 4.0]])), _leaf(np.array([[10.0, 20.0]]))
+    (xs * s).backward(np.ones((2, 2)))
+    assert s.grad.tolist() == [[4.0, 6.0]] and xs.grad.tolist() == [[10.0, 20.0]] * 2

@@ -1,0 +1,11 @@
+"""Language models and their evaluation: count-based n-gram baselines and the perplexity
+evaluation that every language model in the package (n-gram, feed-forward, recurrent) shares.
+"""
+from .ngram import NGramLM
+from .perplexity import (
+    LMEvaluation, bits_per_token, evaluate_lm, evaluate_perplexity, ngram_perplexity,
+    perplexity, with_boundaries,
+)
+
+__all__ = ["NGramLM", "perplexity", "bits_per_token", "LMEvaluation", "evaluate_lm",
+           "evaluate_perplexity", "ngram_perplexity", "with_boundaries"]
