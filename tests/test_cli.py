@@ -6,7 +6,9 @@ cell's through its ops, or a fused BPTT kernel's) makes it exit 1 and mark the e
 """
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +65,7 @@ def test_version(capsys: pytest.CaptureFixture) -> None:
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["info", "--bogus"],
                                   ["gradcheck", "--examples", "0"],
                                   ["gradcheck", "--examples", "many"],
+                                  ["gradcheck", "--seed", "-1"],
                                   ["demo", "quickstart", "--seed", "x"]])
 def test_bad_arguments_exit_2_with_a_message(capsys: pytest.CaptureFixture,
                                               argv: list[str]) -> None:
@@ -315,6 +318,8 @@ def test_gradcheck_ops_groups_list_and_unknown_names(capsys: pytest.CaptureFixtu
 def test_suite_covers_every_function_in_the_package() -> None:
     """Every Function subclass defined in tinygrad_rnn appears in the recorded graph of some
     suite entry: a new primitive without a gradcheck entry fails here."""
+    for info in pkgutil.walk_packages(tr.__path__, "tinygrad_rnn."):
+        importlib.import_module(info.name)  # modules the package does not import itself
     defined = set()
     stack = [Function]
     while stack:

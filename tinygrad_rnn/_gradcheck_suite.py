@@ -458,8 +458,6 @@ def _lstm_cell(peephole: bool = False, coupled: bool = False) -> Callable:
         n, d, h = 2, int(rng.integers(1, 4)), int(rng.integers(1, 4))
         cell = LSTMCell(d, h, peephole=peephole, coupled=coupled, dtype=np.float64,
                         generator=rng)
-        if peephole:  # the peephole weights start at 0 in torch's style: make them count
-            cell.weight_ch.data = rng.uniform(-0.5, 0.5, size=cell.weight_ch.shape)
         x = _reals(rng, (n, d), -1.0, 1.0)
         h0, c0 = _reals(rng, (n, h), -1.0, 1.0), _reals(rng, (n, h), -1.0, 1.0)
         return _module_problem(cell, lambda a, b, c: cell(a, (b, c)),
@@ -479,13 +477,8 @@ def _layer(kind: str) -> Callable:
             layer = GRU(d, h, bidirectional=bidirectional, dtype=np.float64, generator=rng,
                         reset=str(rng.choice(["after", "before"])))
         else:
-            peephole = bool(rng.random() < 0.5)
             layer = LSTM(d, h, bidirectional=bidirectional, dtype=np.float64, generator=rng,
-                         peephole=peephole, coupled=bool(rng.random() < 0.5))
-            if peephole:
-                for name, p in layer.named_parameters():
-                    if name.startswith("weight_ch"):
-                        p.data = rng.uniform(-0.5, 0.5, size=p.shape)
+                         peephole=bool(rng.random() < 0.5), coupled=bool(rng.random() < 0.5))
         lengths = rng.integers(1, t + 1, size=n) if rng.random() < 0.5 else None
         states = 2 if bidirectional else 1
         x = _leaf(_reals(rng, (t, n, d), -1.0, 1.0))

@@ -50,7 +50,7 @@ checkout installed with `pip install -e .`.
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 OPTIONAL_PACKAGES = ("numpy", "matplotlib", "tqdm", "hypothesis", "torch", "cupy")
-DEFAULT_EXAMPLES = 80
+DEFAULT_EXAMPLES = 50
 
 
 class UsageError(Exception):
@@ -214,7 +214,8 @@ def _cmd_gradcheck(args: argparse.Namespace) -> int:
     print(f"gradcheck: {count} ops/cells/layers x {args.examples} random float64 examples "
           f"(seed {args.seed}), central differences eps={suite.EPS:g}, every Jacobian entry")
     print(f"an entry passes when |analytic - numeric| <= atol + rtol |numeric| with "
-          f"rtol={suite.RTOL:g}, atol={suite.ATOL:g} * max(1, max |f|)\n")
+          f"rtol={suite.RTOL:g}, atol={suite.ATOL:g} * max(1, max |f|); the max rel err "
+          f"column is over the entries with |numeric| > atol\n")
     lines = suite.format_table([]).splitlines()
     print("\n".join(lines), flush=True)
     start = time.perf_counter()
@@ -358,6 +359,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``tinygrad-rnn`` (exposed for the tests and the docs)."""
     from . import __version__
@@ -400,7 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
     grad.add_argument("--ops", metavar="A,B,...",
                       help="comma-separated entry names or groups (op, cell, layer); "
                            "default all")
-    grad.add_argument("--seed", type=int, default=0, metavar="N", help="seed (default 0)")
+    grad.add_argument("--seed", type=_non_negative_int, default=0, metavar="N",
+                      help="seed of the random examples (default 0)")
     grad.add_argument("--list", action="store_true", help="list the entries and exit")
 
     bench = sub.add_parser(
