@@ -228,12 +228,12 @@ def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
       (+ peephole terms), dh/d* = diag(tanh c) do/d* + diag(o (1 - tanh^2 c)) dc/d*.
 
     ``module`` is an RNNCell/GRUCell/LSTMCell or a one-layer unidirectional RNN/GRU/LSTM;
-    ``x`` is (T, N, D) time-major (or (T, D)).
+    ``x`` is (T, N, D) time-major, (N, T, D) for a ``batch_first`` layer, or (T, D).
     """
     mode, p, opts = _cell_params(module)
     xs = _host(x.data if isinstance(x, Tensor) else np.asarray(x)).astype(np.float64)
     if xs.ndim == 3:
-        xs = xs[:, sample]
+        xs = xs[sample] if getattr(module, "batch_first", False) else xs[:, sample]
     T = xs.shape[0]
     H = p["weight_hh"].shape[1]
     h = np.zeros(H) if h0 is None else _host(getattr(h0, "data", h0)).astype(np.float64)

@@ -9,10 +9,13 @@ Timeline of a stream of T steps (see docs/truncation.md for the figure):
   the loss at its last step k steps.
 * **TBPTT(k1, k2)** of Williams & Peng (1990) (:func:`williams_peng`): every k1 steps,
   backpropagate k2 >= k1 steps. At an update time t the window [t - k2, t) is run from the
-  (detached) state at t - k2; the loss is put on its last k1 steps only, so every step's loss
+  (detached) state at t - k2 (a last, shorter update at the end of the stream starts k2 - k1
+  steps before its own loss range); the loss is put on its last k1 steps only, so every step's loss
   is counted exactly once over the stream, and every loss sees at least k2 - k1 + 1 steps of
   history. TBPTT(k, k) is chunked TBPTT(k).
 * **Full BPTT** is k >= T: one window, the exact gradient.
+* The **truncation-bias meter** (:func:`truncation_bias`) compares the gradient of a schedule,
+  accumulated over a whole sequence, with the full-BPTT gradient (relative error, cosine).
 
 The schedule is independent of the engine: windows are run by a ``forward`` callable that
 takes ``(x_window, state)`` and returns ``(outputs, new_state)``, so the same code drives
@@ -22,7 +25,7 @@ References
 ----------
 R. J. Williams and J. Peng, "An efficient gradient-based algorithm for on-line training of
 recurrent network trajectories", Neural Computation 2(4), 1990.
-I. Sutskever, "Training recurrent neural networks", PhD thesis, 2013 (section 2.8.6).
+I. Sutskever, "Training recurrent neural networks", PhD thesis, University of Toronto, 2013.
 """
 from __future__ import annotations
 

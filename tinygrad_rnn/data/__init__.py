@@ -12,3 +12,12 @@ __all__ = ["adding_problem", "copy_problem", "recall_first", "AddingBaseline", "
            "EOS_ID", "Vocab", "CharTokenizer", "WordTokenizer", "batchify", "lm_stream",
            "lm_stream_batches", "pad_batch", "train_valid_test_split", "split_stream",
            "Corpus", "load_corpus", "pydoc_text", "char_corpus", "word_corpus"]
+
+# Generated sequence classification / labeling tasks
+from .synthetic import (
+    IGNORE_INDEX, SequenceTask, balanced_parens_task, is_balanced, parity_task,
+    repeat_tagging_task,
+)
+
+__all__ += ["SequenceTask", "IGNORE_INDEX", "parity_task", "balanced_parens_task",
+            "is_balanced", "repeat_tagging_task"]

@@ -9,3 +9,9 @@ from .perplexity import (
 
 __all__ = ["NGramLM", "perplexity", "bits_per_token", "LMEvaluation", "evaluate_lm",
            "evaluate_perplexity", "ngram_perplexity", "with_boundaries"]
+
+# Neural language models and generation
+from .models import FeedForwardLM, RNNLM, lm_loss, make_contexts
+from .generate import generate, sample_logits
+
+__all__ += ["RNNLM", "FeedForwardLM", "lm_loss", "make_contexts", "generate", "sample_logits"]

@@ -28,3 +28,8 @@ __all__ += ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "RNNBase"]
 from .attention import Attention, CausalSelfAttention, MultiheadAttention
 
 __all__ += ["Attention", "MultiheadAttention", "CausalSelfAttention"]
+
+# Sequence classification and labeling
+from .classify import SequenceClassifier, SequenceTagger, accuracy
+
+__all__ += ["SequenceClassifier", "SequenceTagger", "accuracy"]
