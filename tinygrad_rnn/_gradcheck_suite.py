@@ -182,11 +182,15 @@ def _pow(rng: np.random.Generator) -> Problem:
 
 
 def _clip(rng: np.random.Generator) -> Problem:
-    lo, hi = sorted(GRID * rng.choice(np.arange(-8, 9), size=2, replace=False))
-    kind = rng.integers(0, 3)
-    lo_, hi_ = (float(lo), None) if kind == 0 else (None, float(hi)) if kind == 1 else (
-        float(lo), float(hi))
-    return Problem(lambda t: t.clip(lo_, hi_), (_leaf(_off_grid(rng, _shape(rng))),))
+    bounds = sorted(GRID * rng.choice(np.arange(-8, 9), size=2, replace=False))
+    lo: float | None = float(bounds[0])
+    hi: float | None = float(bounds[1])
+    kind = str(rng.choice(["lower", "upper", "both"]))
+    if kind == "lower":
+        hi = None
+    elif kind == "upper":
+        lo = None
+    return Problem(lambda t: t.clip(lo, hi), (_leaf(_off_grid(rng, _shape(rng))),))
 
 
 def _softmax_like(log: bool) -> Callable:
