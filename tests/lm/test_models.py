@@ -118,6 +118,22 @@ def test_tied_weights_share_one_parameter() -> None:
     assert tied.decoder.weight is tied.embedding.weight
 
 
+def test_padding_row_is_zero_and_gets_no_lookup_gradient() -> None:
+    ids, y = np.array([[4, PAD_ID, 5, PAD_ID]]), np.array([[5, 6, 7, 4]])
+    untied = RNNLM(8, 4, 4, padding_idx=PAD_ID, dtype=np.float64, generator=0)
+    assert np.abs(untied.embedding.weight.numpy()[PAD_ID]).max() == 0
+    logits, _ = untied(ids)
+    lm_loss(logits, y).backward()
+    assert np.abs(untied.embedding.weight.grad[PAD_ID]).max() == 0
+    assert np.abs(untied.embedding.weight.grad[4]).max() > 0
+    # tied, the row is still an output class: the decoder use gives it a gradient
+    tied = RNNLM(8, 4, 4, padding_idx=PAD_ID, tie_weights=True, dtype=np.float64,
+                 generator=0)
+    logits, _ = tied(ids)
+    lm_loss(logits, y).backward()
+    assert np.abs(tied.embedding.weight.grad[PAD_ID]).max() > 0      # p(<pad>) h_t
+
+
 def test_tie_weights_needs_equal_sizes() -> None:
     with pytest.raises(ValueError, match=r"embedding_dim=4, hidden_size=6"):
         RNNLM(10, 4, 6, tie_weights=True)
@@ -395,6 +411,23 @@ def test_train_stream_learns_a_periodic_stream(cell: str) -> None:
     after = evaluate_perplexity(model.token_log_probs, ids[:40])
     assert before > 0.5 * len(vocab)       # untrained: close to uniform
     assert after < 1.6                     # the stream is deterministic after its first word
+
+
+def test_feedforward_lm_trains_with_fit_on_contexts() -> None:
+    from tinygrad_rnn.data import Vocab
+
+    text = "abacad" * 30                    # the next char is fixed by the previous two
+    vocab = Vocab.build(text)
+    ids = vocab.encode(text)
+    model = FeedForwardLM(len(vocab), 2, 6, 16, generator=0)
+    contexts, targets = model.contexts(ids)
+    opt = tr.optim.Adam(model.parameters(), lr=0.05)
+    before = evaluate_perplexity(model.token_log_probs, ids)
+    tr.training.fit(lambda i: tr.functional.cross_entropy(model(contexts), targets), 60,
+                    opt, progress=False)
+    after = evaluate_perplexity(model.token_log_probs, ids)
+    assert before > 0.8 * len(vocab)
+    assert after < 1.1
 
 
 # ------------------------------------------------------------------------------ errors

@@ -21,3 +21,12 @@ from .synthetic import (
 
 __all__ += ["SequenceTask", "IGNORE_INDEX", "parity_task", "balanced_parens_task",
             "is_balanced", "repeat_tagging_task"]
+
+# String reversal with noise tokens (encoder-decoder / attention demo)
+from .reversal import (
+    ReversalBatch, ReversalExample, ReversalTask, reversal_examples, reversal_task,
+    reverse_letters,
+)
+
+__all__ += ["ReversalTask", "ReversalExample", "ReversalBatch", "reversal_task",
+            "reversal_examples", "reverse_letters"]

@@ -172,16 +172,16 @@ class RNNLM(Module):
         hidden_size``); the shared Parameter appears once in ``parameters()``.
     engine : {'fused', 'autograd'}
         The recurrent layer's engine (the fused BPTT kernels by default).
+    dtype : float dtype
+        Default float32.
+    generator : int, numpy Generator or None
+        Seed of every initial value and of the dropout masks.
     padding_idx : int, optional
         Embedding row that stays zero and gets no gradient from the lookup (e.g. ``PAD_ID``
         for padded sentence batches). Default None.
     init_range : float
         Embedding (and untied decoder weight) values from U(-init_range, init_range); the
         decoder bias starts at 0.
-    dtype : float dtype
-        Default float32.
-    generator : int, numpy Generator or None
-        Seed of every initial value and of the dropout masks.
 
     Attributes
     ----------
@@ -224,8 +224,8 @@ class RNNLM(Module):
     def __init__(self, vocab_size: int, embedding_dim: int, hidden_size: int,
                  num_layers: int = 1, cell: str = "lstm", dropout: float = 0.0,
                  tie_weights: bool = False, engine: str = "fused",
-                 padding_idx: int | None = None, init_range: float = 0.1,
-                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+                 dtype: Any = DEFAULT_FLOAT, generator: Any = None,
+                 padding_idx: int | None = None, init_range: float = 0.1) -> None:
         super().__init__()
         owner = "RNNLM"
         V = _positive_int(vocab_size, "vocab_size", owner)

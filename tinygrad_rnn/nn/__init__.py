@@ -33,3 +33,8 @@ __all__ += ["Attention", "MultiheadAttention", "CausalSelfAttention"]
 from .classify import SequenceClassifier, SequenceTagger, accuracy
 
 __all__ += ["SequenceClassifier", "SequenceTagger", "accuracy"]
+
+# Encoder-decoder models (decoding: tinygrad_rnn.decoding)
+from .seq2seq import DecoderState, Memory, Seq2Seq, teacher_forcing_schedule
+
+__all__ += ["Seq2Seq", "Memory", "DecoderState", "teacher_forcing_schedule"]

@@ -1,0 +1,272 @@
+"""Decoding an encoder-decoder model: greedy, sampling (temperature, top-k) and beam search.
+
+Every function works with any model that has the step-by-step interface of
+:class:`tinygrad_rnn.nn.Seq2Seq`:
+
+* ``model.encode(src, src_lengths) -> (state, memory)``;
+* ``model.decode_step(prev_ids (N,), state, memory) -> (logits (N, V), state, weights)``,
+  ``weights`` (N, S) or None;
+* ``model.reorder(state_or_memory, index) -> rows index`` of a state or memory;
+* ``model.bos_id`` and ``model.eos_id``.
+
+Decoding runs under :func:`tinygrad_rnn.no_grad` (no graph is built). Each function returns a
+:class:`DecodeResult`: for every source sentence the generated token ids (without BOS; ending
+with EOS when the hypothesis finished, so ``len(sequence) <= max_len``), its score, the sum of
+the model's log-probabilities of those tokens, and the attention weights of the chosen
+hypothesis, one row per generated token (None for models without attention).
+
+Beam search keeps, per source sentence, the ``beam_width`` best of all one-token extensions
+of the live hypotheses. An extension that ends with EOS is finished: it leaves the beam and no
+longer grows (the beam shrinks by one). The search stops when no hypothesis is live or at
+``max_len`` tokens (unfinished hypotheses then compete as they are). The result is the
+hypothesis with the best normalized score ``score / length ** alpha`` (length in tokens, EOS
+included); ``alpha = 0`` compares raw log-probabilities. With ``beam_width = 1`` this is
+exactly greedy decoding; with a beam as wide as the number of hypotheses it is exact search.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import functional as F
+from .engine import no_grad
+from .random import get_generator
+from .tensor import Tensor
+
+__all__ = ["DecodeResult", "greedy_decode", "sample_decode", "beam_search"]
+
+
+@dataclass
+class DecodeResult:
+    """Decoded sequences, one per source sentence.
+
+    Attributes
+    ----------
+    sequences : list of int64 arrays
+        Generated ids (no BOS; the final EOS included when the hypothesis finished).
+    scores : float64 array (N,)
+        Sum of the model's log-probabilities of each sequence's tokens.
+    attention : list of float arrays (len(sequences[i]), S_i), or None
+        The attention weights of each generated token over the source's real positions.
+    finished : bool array (N,)
+        Whether each sequence ended with EOS (False: cut at ``max_len``).
+    """
+
+    sequences: list
+    scores: np.ndarray
+    attention: list | None
+    finished: np.ndarray
+
+
+def _lengths(src: Any, src_lengths: Any) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.asarray(src.numpy() if isinstance(src, Tensor) else src)
+    if src_lengths is None:
+        lens = np.full(ids.shape[0], ids.shape[1], dtype=np.int64)
+    else:
+        lens = np.asarray(src_lengths.numpy() if isinstance(src_lengths, Tensor)
+                          else src_lengths).astype(np.int64)
+    return ids, lens
+
+
+def _log_probs(logits: Tensor) -> np.ndarray:
+    """(N, V) float64 log-probabilities."""
+    return F.log_softmax(logits, axis=-1).numpy().astype(np.float64)
+
+
+def _check_max_len(max_len: int, who: str) -> None:
+    if int(max_len) < 1:
+        raise ValueError(f"{who}: max_len must be >= 1, got {max_len}")
+
+
+def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
+              who: str) -> DecodeResult:
+    """Batched left-to-right decoding; ``choose(logits (N, V)) -> ids (N,)``."""
+    _check_max_len(max_len, who)
+    ids, lens = _lengths(src, src_lengths)
+    N = ids.shape[0]
+    with no_grad():
+        state, memory = model.encode(ids, lens)
+        prev = np.full(N, model.bos_id, dtype=np.int64)
+        done = np.zeros(N, dtype=bool)
+        scores = np.zeros(N, dtype=np.float64)
+        tokens: list[np.ndarray] = []
+        weights_t: list[np.ndarray] = []
+        steps = np.zeros(N, dtype=np.int64)                 # tokens generated per row
+        for _ in range(int(max_len)):
+            logits, state, weights = model.decode_step(prev, state, memory)
+            logp = _log_probs(logits)                       # (N, V)
+            nxt = np.asarray(choose(logits), dtype=np.int64)
+            live = ~done
+            scores += np.where(live, logp[np.arange(N), nxt], 0.0)
+            steps += live
+            tokens.append(nxt)
+            if weights is not None:
+                weights_t.append(weights.numpy())
+            done = done | (nxt == model.eos_id)
+            prev = nxt
+            if done.all():
+                break
+    seqs = [np.array([tok[i] for tok in tokens[: steps[i]]], dtype=np.int64)
+            for i in range(N)]
+    attn = None
+    if weights_t:
+        attn = [np.stack([w[i, : lens[i]] for w in weights_t[: steps[i]]])
+                for i in range(N)]
+    return DecodeResult(seqs, scores, attn, done.copy())
+
+
+def greedy_decode(model: Any, src: Any, src_lengths: Any = None,
+                  max_len: int = 50) -> DecodeResult:
+    """Greedy decoding: at every step the most probable token (batched over sentences).
+
+    Parameters
+    ----------
+    model
+        A model with the interface of the module docstring (e.g. :class:`~tinygrad_rnn.nn.
+        Seq2Seq`).
+    src : int array (N, S)
+    src_lengths : int array (N,), optional
+    max_len : int
+        The most tokens generated per sentence (EOS included).
+    """
+    def choose(logits: Tensor) -> np.ndarray:
+        return np.argmax(logits.numpy(), axis=-1)
+
+    return _stepwise(model, src, src_lengths, max_len, choose, "greedy_decode")
+
+
+def sample_decode(model: Any, src: Any, src_lengths: Any = None, max_len: int = 50,
+                  temperature: float = 1.0, top_k: int | None = None,
+                  generator: Any = None) -> DecodeResult:
+    """Ancestral sampling: each token drawn from softmax(logits / temperature), restricted to
+    the ``top_k`` most probable tokens when given (batched over sentences).
+
+    The reported scores are log-probabilities under the model itself (temperature 1, no
+    top-k), so they compare with those of the other decoders. A fixed ``generator`` (int
+    seed or numpy Generator) makes the draws reproducible.
+    """
+    if temperature <= 0.0:
+        raise ValueError(f"sample_decode: temperature must be > 0, got {temperature}")
+    if top_k is not None and int(top_k) < 1:
+        raise ValueError(f"sample_decode: top_k must be >= 1, got {top_k}")
+    rng = get_generator(generator)
+
+    def choose(logits: Tensor) -> np.ndarray:
+        z = logits.numpy().astype(np.float64) / temperature          # (N, V)
+        if top_k is not None and top_k < z.shape[-1]:
+            kth = np.sort(z, axis=-1)[:, -int(top_k)][:, None]       # k-th largest per row
+            z = np.where(z >= kth, z, -np.inf)
+        z = z - z.max(axis=-1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=-1, keepdims=True)
+        u = rng.random(z.shape[0])[:, None]
+        cdf = np.cumsum(p, axis=-1)
+        idx = (u > cdf).sum(axis=-1)                                 # inverse-CDF draw
+        return np.minimum(idx, z.shape[-1] - 1)
+
+    return _stepwise(model, src, src_lengths, max_len, choose, "sample_decode")
+
+
+def _normalized(score: float, length: int, alpha: float) -> float:
+    return score / (max(length, 1) ** alpha) if alpha else score
+
+
+def beam_search(model: Any, src: Any, src_lengths: Any = None, beam_width: int = 5,
+                max_len: int = 50, alpha: float = 0.0) -> DecodeResult:
+    """Beam search (one source sentence at a time, its beams batched).
+
+    Parameters
+    ----------
+    model, src, src_lengths, max_len
+        As :func:`greedy_decode`.
+    beam_width : int
+        How many hypotheses are kept per step (1 = greedy).
+    alpha : float
+        Length normalization: hypotheses are ranked at the end by ``score / length**alpha``
+        (0 = raw log-probability, which favours short outputs; 0.6-1 is common).
+
+    Returns
+    -------
+    DecodeResult
+        ``scores`` are the raw log-probabilities of the chosen hypotheses (not normalized).
+    """
+    if int(beam_width) < 1:
+        raise ValueError(f"beam_search: beam_width must be >= 1, got {beam_width}")
+    _check_max_len(max_len, "beam_search")
+    ids, lens = _lengths(src, src_lengths)
+    seqs, scores, attns, finished = [], [], [], []
+    with no_grad():
+        for n in range(ids.shape[0]):
+            best = _beam_one(model, ids[n: n + 1, : lens[n]], lens[n: n + 1], int(beam_width),
+                             int(max_len), float(alpha))
+            seqs.append(np.array(best[0], dtype=np.int64))
+            scores.append(best[1])
+            attns.append(best[2])
+            finished.append(best[3])
+    attention = None
+    if all(a is not None for a in attns):
+        attention = [np.stack(a) if len(a) else np.zeros((0, int(lens[i])))
+                     for i, a in enumerate(attns)]
+    return DecodeResult(seqs, np.array(scores, dtype=np.float64), attention,
+                        np.array(finished, dtype=bool))
+
+
+def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len: int,
+              alpha: float) -> tuple[list, float, list | None, bool]:
+    """Beam search for one sentence; returns (tokens, score, attention rows, finished)."""
+    state, memory = model.encode(src, lens)
+    # live hypotheses: parallel lists of tokens, score, attention rows
+    live_tok: list[list[int]] = [[]]
+    live_score = np.zeros(1, dtype=np.float64)
+    live_attn: list[list | None] = [[]]
+    done: list[tuple[list, float, list | None, bool]] = []
+    prev = np.array([model.bos_id], dtype=np.int64)
+    for _ in range(max_len):
+        logits, state, weights = model.decode_step(prev, state, memory)
+        logp = _log_probs(logits)                                   # (B, V)
+        B, V = logp.shape
+        total = live_score[:, None] + logp                          # (B, V)
+        flat = total.reshape(-1)
+        k = min(width, flat.size)
+        # top k by score; ties broken by the lower flat index (stable)
+        order = np.argsort(-flat, kind="stable")[:k]
+        w = None if weights is None else weights.numpy()
+        keep_rows, keep_tok, keep_score, keep_attn, keep_ids = [], [], [], [], []
+        for j in order:
+            b, v = divmod(int(j), V)
+            toks = live_tok[b] + [v]
+            rows = None if w is None else live_attn[b] + [w[b].astype(np.float64)]
+            if v == model.eos_id:
+                done.append((toks, float(flat[j]), rows, True))
+            else:
+                keep_rows.append(b)
+                keep_tok.append(toks)
+                keep_score.append(float(flat[j]))
+                keep_attn.append(rows)
+                keep_ids.append(v)
+        if not keep_rows:
+            break
+        live_tok, live_attn = keep_tok, keep_attn
+        live_score = np.array(keep_score, dtype=np.float64)
+        index = np.array(keep_rows, dtype=np.int64)
+        state = model.reorder(state, index)
+        if len(keep_rows) != memory_rows(memory):
+            memory = model.reorder(memory, np.zeros(len(keep_rows), dtype=np.int64))
+        prev = np.array(keep_ids, dtype=np.int64)
+    else:
+        for toks, s, rows in zip(live_tok, live_score, live_attn):
+            done.append((toks, float(s), rows, False))
+    best = max(range(len(done)),
+               key=lambda i: (_normalized(done[i][1], len(done[i][0]), alpha), -i))
+    return done[best]
+
+
+def memory_rows(memory: Any) -> int:
+    """The number of rows (hypotheses) a memory holds: the first dimension of its first
+    array-like field."""
+    for x in memory:
+        if x is not None and hasattr(x, "shape"):
+            return int(x.shape[0])
+    raise ValueError("memory_rows: the memory holds no array")

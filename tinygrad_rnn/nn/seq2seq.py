@@ -1,0 +1,417 @@
+"""Encoder-decoder (sequence-to-sequence) models, with and without attention.
+
+One class, :class:`Seq2Seq`, covers the models an NLP course compares:
+
+* an **encoder**: an RNN, GRU or LSTM layer (optionally bidirectional) over the embedded
+  source tokens, run with the source lengths so padding never reaches any state;
+* a **bridge**: ``s_0 = tanh(W_b [h_fwd; h_bwd] + b_b)`` maps the encoder's final state(s)
+  (the forward direction's at the last real token, the backward direction's at the first) to
+  the decoder's hidden size (for an LSTM the cell state gets its own bridge);
+* a **decoder**, one of five, chosen by ``decoder=``:
+
+  ========== ==================================================================================
+  'init'     the summary ``c = [h_fwd; h_bwd]`` only sets the initial state s_0 (Sutskever et
+             al. 2014): s_t = cell(y_{t-1}, s_{t-1}), logits = W_o s_t + b_o
+  'input'    c is also fed to the recurrence at every step: s_t = cell([y_{t-1}; c], s_{t-1})
+  'output'   and also to the output layer: logits = W_o [s_t; c] + b_o (Cho et al. 2014)
+  'bahdanau' attention with the previous state as the query (Bahdanau et al. 2015):
+             c_t = attend(s_{t-1}, H), s_t = cell([y_{t-1}; c_t], s_{t-1}),
+             logits = W_o [s_t; c_t] + b_o; additive score by default
+  'luong'    attention with the current state as the query (Luong et al. 2015):
+             s_t = cell([y_{t-1}; h~_{t-1}], s_{t-1}) (input feeding), c_t = attend(s_t, H),
+             h~_t = tanh(W_c [c_t; s_t]), logits = W_o h~_t + b_o; 'bilinear' ("general")
+             score by default, 'dot' projects the keys to the decoder size first
+  ========== ==================================================================================
+
+  Here ``y_{t-1}`` is the embedding of the previous target token and ``H`` (N, S, E) the
+  encoder outputs (E = hidden or 2 hidden). Source padding is masked in every attention step
+  (``key_padding_mask``, True = padding), so padded source positions get weight exactly 0.
+
+Training uses teacher forcing (``tgt_in`` = BOS + target is fed); ``teacher_forcing_ratio``
+< 1 turns on scheduled sampling (Bengio et al. 2015): at every step after the first, each
+sequence independently feeds back the model's own previous prediction (the argmax of its
+logits) with probability ``1 - ratio``, drawn from a seeded generator.
+:func:`teacher_forcing_schedule` gives the ratio as a decaying function of the update index.
+
+Step-by-step decoding (greedy, sampling, beam search: :mod:`tinygrad_rnn.decoding`) uses the
+same three methods as the training loop: :meth:`Seq2Seq.encode`,
+:meth:`Seq2Seq.decode_step` and :meth:`Seq2Seq.reorder`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import functional as F
+from ..backend import DEFAULT_FLOAT
+from ..random import get_generator
+from ..tensor import Tensor, cat, stack
+from .attention import Attention
+from .cells import GRUCell, LSTMCell, RNNCell
+from .layers import Embedding, Linear, _float_dtype
+from .module import Module
+from .recurrent import GRU, LSTM, RNN
+
+__all__ = ["Seq2Seq", "Memory", "DecoderState", "teacher_forcing_schedule", "DECODERS"]
+
+DECODERS = ("init", "input", "output", "bahdanau", "luong")
+_ATTENTION = ("bahdanau", "luong")
+_LAYERS = {"rnn": (RNN, RNNCell), "gru": (GRU, GRUCell), "lstm": (LSTM, LSTMCell)}
+
+
+class Memory(NamedTuple):
+    """What the decoder reads from the encoder, one row per sequence (or beam hypothesis).
+
+    Attributes
+    ----------
+    outputs : Tensor (N, S, E)
+        Encoder outputs (zero at padded positions); the attention values.
+    keys : Tensor (N, S, K)
+        The attention keys: ``outputs``, or their projection for Luong's 'dot' score.
+    padding : bool array (N, S)
+        True at padded source positions.
+    summary : Tensor (N, E)
+        The fixed context c = [h_fwd; h_bwd] of the non-attention decoders.
+    """
+
+    outputs: Tensor
+    keys: Tensor
+    padding: np.ndarray
+    summary: Tensor
+
+
+class DecoderState(NamedTuple):
+    """The recurrent decoder state: h (N, H), c (N, H) for an LSTM (else None), and Luong's
+    attentional vector h~_{t-1} (N, H) fed to the next input (else None)."""
+
+    h: Tensor
+    c: Tensor | None
+    feed: Tensor | None
+
+
+def _rows(x: Any, index: np.ndarray) -> Any:
+    """Rows ``index`` of a Tensor or array (None passes through)."""
+    if x is None:
+        return None
+    return x[index]
+
+
+def teacher_forcing_schedule(step: int, total_steps: int, kind: str = "linear",
+                             start: float = 1.0, end: float = 0.0, k: float = 10.0) -> float:
+    """The teacher-forcing ratio (probability of feeding the true token) at update ``step``.
+
+    Parameters
+    ----------
+    step, total_steps : int
+        The update index (0-based) and the number of updates of the run.
+    kind : {'constant', 'linear', 'inverse_sigmoid', 'exponential'}
+        ``'constant'``: always ``start``. ``'linear'``: from ``start`` down to ``end`` over
+        the run, ``start - (start - end) * step / (total_steps - 1)``. ``'inverse_sigmoid'``
+        (Bengio et al. 2015): ``end + (start - end) * k / (k + exp(i / k))`` with
+        ``i = step * 100 / total_steps`` (so ``k`` sets where the drop happens on a 0..100
+        scale). ``'exponential'``: ``end + (start - end) * q**step`` with
+        ``q = exp(log(0.01) / total_steps)`` (1% of the way left at the end).
+
+    Returns
+    -------
+    float in [min(start, end), max(start, end)]
+    """
+    if total_steps <= 0:
+        raise ValueError(f"teacher_forcing_schedule: total_steps must be positive, got "
+                         f"{total_steps}")
+    if not 0.0 <= start <= 1.0 or not 0.0 <= end <= 1.0:
+        raise ValueError(f"teacher_forcing_schedule: start and end must be in [0, 1], got "
+                         f"{start} and {end}")
+    if kind == "constant":
+        return float(start)
+    if kind == "linear":
+        frac = min(max(step / max(total_steps - 1, 1), 0.0), 1.0)
+        return float(start - (start - end) * frac)
+    if kind == "inverse_sigmoid":
+        if k < 1.0:
+            raise ValueError(f"teacher_forcing_schedule: k must be >= 1, got {k}")
+        i = step * 100.0 / total_steps
+        return float(end + (start - end) * k / (k + math.exp(i / k)))
+    if kind == "exponential":
+        q = math.exp(math.log(0.01) / total_steps)
+        return float(end + (start - end) * q ** step)
+    raise ValueError(f"teacher_forcing_schedule: kind must be 'constant', 'linear', "
+                     f"'inverse_sigmoid' or 'exponential', got {kind!r}")
+
+
+class Seq2Seq(Module):
+    """Encoder-decoder model: recurrent encoder, bridge, and one of five decoders.
+
+    Parameters
+    ----------
+    src_vocab, tgt_vocab : int
+        Source and target vocabulary sizes.
+    emb : int
+        Embedding size (source and target embeddings are separate tables).
+    hidden : int
+        Hidden size H of the encoder (per direction) and of the decoder.
+    cell : {'gru', 'lstm', 'rnn'}
+        The recurrent cell of both encoder and decoder.
+    bidirectional : bool
+        Bidirectional encoder (encoder outputs of size E = 2H); default True.
+    decoder : {'init', 'input', 'output', 'bahdanau', 'luong'}
+        See the module docstring.
+    score : {'additive', 'dot', 'scaled_dot', 'bilinear'}, optional
+        The attention score; default 'additive' for 'bahdanau' and 'bilinear' for 'luong'.
+    attn_hidden : int, optional
+        Hidden size of the additive score (default H).
+    pad_id, bos_id, eos_id : int
+        Special target ids (defaults: those of :class:`tinygrad_rnn.data.Vocab`, 0, 2, 3).
+        ``pad_id`` is the padding id of both embeddings and the ``ignore_index`` of
+        :meth:`loss`.
+    engine : {'fused', 'autograd'}
+        The encoder layer's engine.
+    dtype, generator
+        Parameter dtype (float32 default) and the source of the initial values.
+
+    Shapes
+    ------
+    forward(src (N, S) int, src_lengths (N,), tgt_in (N, T) int) -> (logits (N, T, V),
+    weights (N, T, S) or None). ``weights[n, t]`` is the attention of output step t over the
+    source (zero at padding); None for the decoders without attention.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, emb: int, hidden: int,
+                 cell: str = "gru", bidirectional: bool = True, decoder: str = "bahdanau",
+                 score: str | None = None, attn_hidden: int | None = None, pad_id: int = 0,
+                 bos_id: int = 2, eos_id: int = 3, engine: str = "fused",
+                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+        super().__init__()
+        if cell not in _LAYERS:
+            raise ValueError(f"Seq2Seq: cell must be one of {tuple(_LAYERS)}, got {cell!r}")
+        if decoder not in DECODERS:
+            raise ValueError(f"Seq2Seq: decoder must be one of {DECODERS}, got {decoder!r}")
+        if score is not None and decoder not in _ATTENTION:
+            raise ValueError(f"Seq2Seq: score is only used by the attention decoders "
+                             f"{_ATTENTION}, not {decoder!r}")
+        for name, v in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab), ("emb", emb),
+                        ("hidden", hidden)):
+            if int(v) <= 0:
+                raise ValueError(f"Seq2Seq: {name} must be positive, got {v}")
+        dt = _float_dtype(dtype, "Seq2Seq")
+        rng = get_generator(generator)
+        self.cell, self.decoder, self.bidirectional = cell, decoder, bool(bidirectional)
+        self.hidden, self.emb = int(hidden), int(emb)
+        self.src_vocab, self.tgt_vocab = int(src_vocab), int(tgt_vocab)
+        self.pad_id, self.bos_id, self.eos_id = int(pad_id), int(bos_id), int(eos_id)
+        layer_cls, cell_cls = _LAYERS[cell]
+        H = self.hidden
+        E = H * (2 if bidirectional else 1)
+        self.enc_size = E
+        self.src_embed = Embedding(src_vocab, emb, padding_idx=pad_id, dtype=dt, generator=rng)
+        self.tgt_embed = Embedding(tgt_vocab, emb, padding_idx=pad_id, dtype=dt, generator=rng)
+        self.encoder = layer_cls(emb, H, batch_first=True, bidirectional=bidirectional,
+                                 engine=engine, dtype=dt, generator=rng)
+        self.bridge = Linear(E, H, dtype=dt, generator=rng)
+        if cell == "lstm":
+            self.bridge_c = Linear(E, H, dtype=dt, generator=rng)
+        dec_in = emb
+        if decoder in ("input", "output", "bahdanau"):
+            dec_in = emb + E
+        elif decoder == "luong":
+            dec_in = emb + H
+        self.dec_cell = cell_cls(dec_in, H, dtype=dt, generator=rng)
+        self.score = None
+        if decoder in _ATTENTION:
+            self.score = score or ("additive" if decoder == "bahdanau" else "bilinear")
+            key_size = E
+            if self.score in ("dot", "scaled_dot") and E != H:
+                self.key_proj = Linear(E, H, bias=False, dtype=dt, generator=rng)
+                key_size = H
+            hid = attn_hidden if self.score == "additive" else None
+            self.attention = Attention(self.score, H, key_size, value_size=E, hidden_size=hid,
+                                       dtype=dt, generator=rng)
+        if decoder == "luong":
+            self.combine = Linear(E + H, H, dtype=dt, generator=rng)
+            out_in = H
+        elif decoder in ("output", "bahdanau"):
+            out_in = H + E
+        else:
+            out_in = H
+        self.out = Linear(out_in, tgt_vocab, dtype=dt, generator=rng)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def uses_attention(self) -> bool:
+        """Whether the decoder attends over the encoder outputs."""
+        return self.decoder in _ATTENTION
+
+    # ------------------------------------------------------------------ encoder
+    def encode(self, src: Any, src_lengths: Any = None) -> tuple[DecoderState, Memory]:
+        """Run the encoder and the bridge.
+
+        Parameters
+        ----------
+        src : int array (N, S)
+            Source ids, padded with ``pad_id`` after each sequence's length.
+        src_lengths : int array (N,), optional
+            True lengths (>= 1); default: all S.
+
+        Returns
+        -------
+        (initial decoder state, memory)
+        """
+        ids = np.asarray(src.numpy() if isinstance(src, Tensor) else src)
+        if ids.ndim != 2 or ids.dtype.kind not in "iu":
+            raise ValueError(f"Seq2Seq: src must be an integer array (N, S), got shape "
+                             f"{ids.shape} and dtype {ids.dtype}")
+        N, S = ids.shape
+        if src_lengths is None:
+            lens = np.full(N, S, dtype=np.int64)
+        else:
+            lens = np.asarray(src_lengths.numpy() if isinstance(src_lengths, Tensor)
+                              else src_lengths).astype(np.int64)
+        if lens.shape != (N,) or bool((lens < 1).any()) or bool((lens > S).any()):
+            raise ValueError(f"Seq2Seq: src_lengths must be (N,) = ({N},) integers in "
+                             f"[1, {S}], got {lens.tolist()}")
+        padding = np.arange(S)[None, :] >= lens[:, None]                    # (N, S)
+        x = self.src_embed(ids)                                             # (N, S, D)
+        out, hn = self.encoder(x, lengths=lens)                             # (N, S, E)
+        if self.cell == "lstm":
+            hn, cn = hn
+        summary = hn[0] if not self.bidirectional else cat([hn[0], hn[1]], axis=-1)
+        h0 = self.bridge(summary).tanh()                                    # (N, H)
+        c0 = None
+        if self.cell == "lstm":
+            csum = cn[0] if not self.bidirectional else cat([cn[0], cn[1]], axis=-1)
+            c0 = self.bridge_c(csum).tanh()
+        feed = None
+        if self.decoder == "luong":
+            feed = Tensor(np.zeros((N, self.hidden), dtype=out.dtype))
+        keys = out
+        if "key_proj" in self._modules:
+            keys = self.key_proj(out)
+        return DecoderState(h0, c0, feed), Memory(out, keys, padding, summary)
+
+    # ------------------------------------------------------------------ decoder
+    def _attend(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
+        return self.attention(query, memory.keys, memory.outputs,
+                              key_padding_mask=memory.padding)
+
+    def _cell(self, x: Tensor, state: DecoderState) -> tuple[Tensor, Tensor | None]:
+        if self.cell == "lstm":
+            return self.dec_cell(x, (state.h, state.c))
+        return self.dec_cell(x, state.h), None
+
+    def decode_step(self, prev: Any, state: DecoderState,
+                    memory: Memory) -> tuple[Tensor, DecoderState, Tensor | None]:
+        """One decoder step.
+
+        Parameters
+        ----------
+        prev : int array (N,)
+            The previous target token (BOS at the first step).
+        state : DecoderState
+        memory : Memory
+
+        Returns
+        -------
+        (logits (N, V), next state, attention weights (N, S) or None)
+        """
+        y = self.tgt_embed(np.asarray(prev))                                # (N, D)
+        weights = None
+        feed = None
+        if self.decoder == "init":
+            h, c = self._cell(y, state)
+            logits = self.out(h)
+        elif self.decoder in ("input", "output"):
+            h, c = self._cell(cat([y, memory.summary], axis=-1), state)
+            z = h if self.decoder == "input" else cat([h, memory.summary], axis=-1)
+            logits = self.out(z)
+        elif self.decoder == "bahdanau":
+            context, weights = self._attend(state.h, memory)                # (N, E), (N, S)
+            h, c = self._cell(cat([y, context], axis=-1), state)
+            logits = self.out(cat([h, context], axis=-1))
+        else:                                                               # luong
+            h, c = self._cell(cat([y, state.feed], axis=-1), state)
+            context, weights = self._attend(h, memory)
+            feed = self.combine(cat([context, h], axis=-1)).tanh()          # (N, H)
+            logits = self.out(feed)
+        return logits, DecoderState(h, c, feed), weights
+
+    @staticmethod
+    def reorder(state_or_memory: Any, index: Any) -> Any:
+        """Rows ``index`` of a :class:`DecoderState` or :class:`Memory` (beam search uses it to
+        expand a sentence into beams and to follow back-pointers)."""
+        idx = np.asarray(index, dtype=np.int64)
+        return type(state_or_memory)(*(_rows(x, idx) for x in state_or_memory))
+
+    # ------------------------------------------------------------------ training
+    def forward(self, src: Any, src_lengths: Any, tgt_in: Any,
+                teacher_forcing_ratio: float = 1.0,
+                generator: Any = None) -> tuple[Tensor, Tensor | None]:
+        """Decode ``tgt_in`` (BOS + target) with teacher forcing or scheduled sampling.
+
+        Parameters
+        ----------
+        src, src_lengths
+            As :meth:`encode`.
+        tgt_in : int array (N, T)
+            Decoder inputs: BOS followed by the target (positions past a target's end may
+            hold anything; they only influence outputs at later, padded, positions).
+        teacher_forcing_ratio : float in [0, 1]
+            1 (default): always feed ``tgt_in[:, t]``. Otherwise, for t >= 1 each sequence
+            feeds the argmax of its own step-(t-1) logits with probability 1 - ratio.
+        generator : int or numpy Generator, optional
+            Source of the scheduled-sampling coin flips (ratio < 1 only).
+
+        Returns
+        -------
+        (logits (N, T, V), weights (N, T, S) or None)
+        """
+        tgt = np.asarray(tgt_in.numpy() if isinstance(tgt_in, Tensor) else tgt_in)
+        if tgt.ndim != 2 or tgt.dtype.kind not in "iu":
+            raise ValueError(f"Seq2Seq: tgt_in must be an integer array (N, T), got shape "
+                             f"{tgt.shape} and dtype {tgt.dtype}")
+        if not 0.0 <= teacher_forcing_ratio <= 1.0:
+            raise ValueError(f"Seq2Seq: teacher_forcing_ratio must be in [0, 1], got "
+                             f"{teacher_forcing_ratio}")
+        state, memory = self.encode(src, src_lengths)
+        N, T = tgt.shape
+        if N != memory.padding.shape[0]:
+            raise ValueError(f"Seq2Seq: tgt_in has {N} rows but src has "
+                             f"{memory.padding.shape[0]}")
+        rng = get_generator(generator) if teacher_forcing_ratio < 1.0 else None
+        logits_t, weights_t = [], []
+        prev = tgt[:, 0]
+        for t in range(T):
+            if t > 0:
+                prev = tgt[:, t]
+                if rng is not None:
+                    own = rng.random(N) >= teacher_forcing_ratio                # (N,) bool
+                    pred = np.argmax(logits_t[-1].numpy(), axis=-1)
+                    prev = np.where(own, pred, prev)
+            logits, state, weights = self.decode_step(prev, state, memory)
+            logits_t.append(logits)
+            if weights is not None:
+                weights_t.append(weights)
+        logits = stack(logits_t, axis=1)                                    # (N, T, V)
+        weights = stack(weights_t, axis=1) if weights_t else None          # (N, T, S)
+        return logits, weights
+
+    def loss(self, src: Any, src_lengths: Any, tgt_in: Any, tgt_out: Any,
+             teacher_forcing_ratio: float = 1.0, generator: Any = None) -> Tensor:
+        """Mean token cross entropy of ``tgt_out`` (target + EOS, padded with ``pad_id``),
+        padding ignored (``ignore_index=pad_id``)."""
+        logits, _ = self.forward(src, src_lengths, tgt_in, teacher_forcing_ratio, generator)
+        N, T, V = logits.shape
+        target = np.asarray(tgt_out.numpy() if isinstance(tgt_out, Tensor) else tgt_out)
+        if target.shape != (N, T):
+            raise ValueError(f"Seq2Seq: tgt_out of shape {target.shape} does not match "
+                             f"tgt_in of shape {(N, T)}")
+        return F.cross_entropy(logits.reshape(N * T, V), target.reshape(-1),
+                               ignore_index=self.pad_id)
+
+    def extra_repr(self) -> str:
+        s = (f"cell={self.cell!r}, decoder={self.decoder!r}, hidden={self.hidden}, "
+             f"bidirectional={self.bidirectional}")
+        if self.score is not None:
+            s += f", score={self.score!r}"
+        return s
