@@ -533,6 +533,9 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
 # processes and the command line
 # --------------------------------------------------------------------------------------------
 _PROFILER_NOISE = ("USDT:", "STAGE:")
+#: Environment variables that change the results; shown in the report's command when set.
+_RESULT_ENV_VARS = ("OPENBLAS_CORETYPE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+                    "MALLOC_TOP_PAD_", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
 def _child_run(cfg: Config, mode: str, env: dict[str, str], extra: Sequence[str] = ()) -> Any:
@@ -686,7 +689,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _child_main(args)
     cfg = config_from_args(args)
     shown = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python benchmarks/recurrent.py", *shown])
+    env_shown = [f"{k}={os.environ[k]}" for k in _RESULT_ENV_VARS if k in os.environ]
+    command = " ".join([*env_shown, "python benchmarks/recurrent.py", *shown])
     if cfg.device == "cuda":
         return _run_cuda(cfg, args, command)
     notes = []

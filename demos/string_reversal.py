@@ -40,7 +40,8 @@ from tinygrad_rnn import decoding, viz  # noqa: E402
 from tinygrad_rnn.data import reversal_examples, reversal_task  # noqa: E402
 
 CONFIGS = {
-    # name: (train strings, updates per model, batch, emb, hidden, lr, min_len, max_len)
+    # training strings, updates per model, batch size, embedding and hidden sizes, Adam's
+    # learning rate, letters per training string, held-out strings (in range / longer)
     "quick": dict(n_train=4000, steps=600, batch=64, emb=24, hidden=48, lr=5e-3,
                   min_len=3, max_len=10, n_test=400, n_long=100),
     "full": dict(n_train=12000, steps=2500, batch=64, emb=32, hidden=64, lr=3e-3,
@@ -104,8 +105,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="smaller, faster run (< 3 min)")
     parser.add_argument("--out", default=os.path.join("out", "string_reversal"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="override the number of updates per model (smoke tests)")
     args = parser.parse_args(argv)
-    cfg = CONFIGS["quick" if args.quick else "full"]
+    cfg = dict(CONFIGS["quick" if args.quick else "full"])
+    if args.steps is not None:
+        cfg["steps"] = args.steps
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
 

@@ -232,3 +232,13 @@ def test_argument_errors():
         decoding.greedy_decode(model, src, lens, max_len=0)
     with pytest.raises(ValueError, match="temperature"):
         decoding.sample_decode(model, src, lens, temperature=0.0)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from tinygrad_rnn.nn import seq2seq
+
+    for module in (decoding, seq2seq):
+        result = doctest.testmod(module, verbose=False)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -22,6 +22,19 @@ longer grows (the beam shrinks by one). The search stops when no hypothesis is l
 hypothesis with the best normalized score ``score / length ** alpha`` (length in tokens, EOS
 included); ``alpha = 0`` compares raw log-probabilities. With ``beam_width = 1`` this is
 exactly greedy decoding; with a beam as wide as the number of hypotheses it is exact search.
+
+Examples
+--------
+>>> import numpy as np
+>>> import tinygrad_rnn as tr
+>>> model = tr.nn.Seq2Seq(10, 8, emb=4, hidden=6, decoder="bahdanau", generator=0)
+>>> src, lengths = np.array([[4, 5, 6], [7, 8, 0]]), np.array([3, 2])
+>>> res = beam_search(model, src, lengths, beam_width=3, max_len=4)
+>>> len(res.sequences), res.attention[1].shape[1]       # attention over the real positions
+(2, 2)
+>>> greedy = greedy_decode(model, src, lengths, max_len=4)
+>>> bool(np.all(greedy.scores <= 0.0))
+True
 """
 from __future__ import annotations
 
@@ -252,7 +265,7 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
         live_score = np.array(keep_score, dtype=np.float64)
         index = np.array(keep_rows, dtype=np.int64)
         state = model.reorder(state, index)
-        if len(keep_rows) != memory_rows(memory):
+        if len(keep_rows) != _memory_rows(memory):
             memory = model.reorder(memory, np.zeros(len(keep_rows), dtype=np.int64))
         prev = np.array(keep_ids, dtype=np.int64)
     else:
@@ -263,7 +276,7 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
     return done[best]
 
 
-def memory_rows(memory: Any) -> int:
+def _memory_rows(memory: Any) -> int:
     """The number of rows (hypotheses) a memory holds: the first dimension of its first
     array-like field."""
     for x in memory:

@@ -48,7 +48,7 @@ from .. import functional as F
 from ..backend import DEFAULT_FLOAT
 from ..random import get_generator
 from ..tensor import Tensor, cat, stack
-from .attention import Attention
+from .attention import Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
 from .layers import Embedding, Linear, _float_dtype
 from .module import Module
@@ -69,7 +69,9 @@ class Memory(NamedTuple):
     outputs : Tensor (N, S, E)
         Encoder outputs (zero at padded positions); the attention values.
     keys : Tensor (N, S, K)
-        The attention keys: ``outputs``, or their projection for Luong's 'dot' score.
+        The attention keys: ``outputs``; their projection W_k h_j for the additive score
+        (computed once per sentence instead of once per decoder step, as Bahdanau et al.
+        suggest); or their projection to the decoder size for Luong's 'dot' score.
     padding : bool array (N, S)
         True at padded source positions.
     summary : Tensor (N, E)
@@ -176,6 +178,17 @@ class Seq2Seq(Module):
     forward(src (N, S) int, src_lengths (N,), tgt_in (N, T) int) -> (logits (N, T, V),
     weights (N, T, S) or None). ``weights[n, t]`` is the attention of output step t over the
     source (zero at padding); None for the decoders without attention.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import tinygrad_rnn as tr
+    >>> model = tr.nn.Seq2Seq(10, 8, emb=4, hidden=6, decoder="bahdanau", generator=0)
+    >>> src = np.array([[4, 5, 6], [7, 8, 0]])            # second row padded
+    >>> tgt_in = np.array([[2, 4, 5], [2, 6, 0]])         # BOS + target
+    >>> logits, weights = model(src, np.array([3, 2]), tgt_in)
+    >>> logits.shape, weights.shape, float(weights.numpy()[1, :, 2].max())
+    ((2, 3, 8), (2, 3, 3), 0.0)
     """
 
     def __init__(self, src_vocab: int, tgt_vocab: int, emb: int, hidden: int,
@@ -288,12 +301,24 @@ class Seq2Seq(Module):
         keys = out
         if "key_proj" in self._modules:
             keys = self.key_proj(out)
+        elif self.score == "additive":
+            keys = self.attention.key_proj(out)                             # (N, S, A)
         return DecoderState(h0, c0, feed), Memory(out, keys, padding, summary)
 
     # ------------------------------------------------------------------ decoder
     def _attend(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor]:
-        return self.attention(query, memory.keys, memory.outputs,
-                              key_padding_mask=memory.padding)
+        """Context (N, E) and weights (N, S) of one decoder query (N, H)."""
+        if self.score != "additive":
+            return self.attention(query, memory.keys, memory.outputs,
+                                  key_padding_mask=memory.padding)
+        # the additive score with the keys projected once (memory.keys = W_k h_j): the same
+        # numbers as self.attention(query, outputs, outputs, key_padding_mask=padding)
+        att = self.attention
+        qp = att.query_proj(query).unsqueeze(1)                             # (N, 1, A)
+        scores = ((qp + memory.keys).tanh() @ att.v).unsqueeze(1)           # (N, 1, S)
+        keep = ~memory.padding[:, None, :]                                  # (N, 1, S)
+        context, weights = attend(scores, memory.outputs, keep)
+        return context.squeeze(1), weights.squeeze(1)
 
     def _cell(self, x: Tensor, state: DecoderState) -> tuple[Tensor, Tensor | None]:
         if self.cell == "lstm":
