@@ -37,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
@@ -501,18 +502,20 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
     out = [f"{h}Recurrent training step: ours against torch.nn", ""]
     out.append(f"{bullet}command: `{command}`" if markdown else f"{bullet}command: {command}")
     out.append(f"{bullet}step: T={cfg.seq_len}, N={cfg.batch}, D=H, readout to {cfg.classes}"
-               f" classes + cross entropy at every step, backward; float32; device "
-               f"{cfg.device}")
+               f" classes + cross entropy at every step,")
+    out.append(f"{bullet}  backward; float32; device {cfg.device}" if not markdown else
+               f"  backward; float32; device {cfg.device}")
     for key in ("cpu", "python", "numpy", "torch", "load"):
         if key in info:
             out.append(f"{bullet}{key}: {info[key]}")
     for note in notes:
         out.append(f"{bullet}{note}")
     out += ["", f"{h}Step time (median ms; x torch.nn = median of paired ratios)", ""]
-    out.append("ms: wall time; cpu ms: CPU time of the process (all its threads); faults: "
-               "minor page faults per step; x torch.nn and cpu x torch.nn: median over "
-               "repetitions of the paired ratio of wall and of CPU time. Targets are checked "
-               "on the wall-time ratio.")
+    out.append(textwrap.fill(
+        "ms: wall time; cpu ms: CPU time of the process (all its threads); faults: minor page "
+        "faults per step; x torch.nn and cpu x torch.nn: median over repetitions of the "
+        "paired ratio of wall and of CPU time. Targets are checked on the wall-time ratio.",
+        width=100))
     out.append("")
     out.append(format_table(trows, markdown))
     if mrows:

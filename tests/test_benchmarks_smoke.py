@@ -137,6 +137,8 @@ def test_interleaved_rotates_the_order() -> None:
     assert calls == list("abc" + "abc" + "bca" + "cab")
     for name in "abc":
         assert len(times[name].wall_ms) == 3 and min(times[name].wall_ms) >= 0
+        assert len(times[name].cpu_ms) == 3 and len(times[name].faults) == 3
+        assert min(times[name].faults) >= 0
 
 
 def test_median_and_paired_ratio() -> None:

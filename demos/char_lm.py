@@ -1,0 +1,175 @@
+"""Character-level language models on the CPython documentation text, from unigram counts to
+an LSTM, compared on one test split.
+
+Run:  python demos/char_lm.py [--quick] [--out DIR] [--seed N]
+
+The corpus ships with Python (``pydoc_data.topics``, about 0.5 MB of English): no download.
+It is split contiguously into train / valid / test (80/10/10). Trained and evaluated on it:
+
+* count-based n-grams (unigram, bigram, trigram) with interpolated Kneser-Ney smoothing;
+* the feed-forward neural LM of Bengio et al. 2003 (a window of previous characters);
+* Elman, GRU and LSTM language models trained with stateful truncated BPTT (chunked
+  TBPTT(k): the hidden state is carried across windows and batches, detached).
+
+Every model is scored by the same evaluation (``tr.lm.evaluate_perplexity``: the exp of the
+mean negative log-likelihood in nats per character, equal to 2 ** bits per character).
+Printed: one perplexity table on the test split, and samples from the LSTM at two
+temperatures. Figures: train and validation perplexity of the recurrent models.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# Small GEMMs (batch 32, hidden <= 256): BLAS threads cost more in synchronisation than they
+# save. Set before NumPy loads; an explicit setting in the environment wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import tinygrad_rnn as tr  # noqa: E402
+from tinygrad_rnn import viz  # noqa: E402
+from tinygrad_rnn.bptt.truncation import chunked  # noqa: E402
+from tinygrad_rnn.data import char_corpus, lm_stream  # noqa: E402
+from tinygrad_rnn.lm import (  # noqa: E402
+    FeedForwardLM, NGramLM, RNNLM, evaluate_perplexity, lm_loss, make_contexts,
+)
+
+F = tr.functional
+CELL_NAMES = {"rnn": "Elman", "gru": "GRU", "lstm": "LSTM"}
+
+
+def ngram_rows(corpus, test_ids: np.ndarray) -> list[tuple]:
+    rows = []
+    for order, name in ((1, "unigram (KN)"), (2, "bigram (KN)"), (3, "trigram (KN)")):
+        t0 = time.time()
+        model = NGramLM(order=order, smoothing="kneser_ney").fit(corpus.train, len(corpus.vocab))
+        ppl = evaluate_perplexity(model.token_log_probs, test_ids)
+        rows.append((name, ppl, 0, time.time() - t0))
+    return rows
+
+
+def train_ffnn(corpus, args: argparse.Namespace, rng: np.random.Generator,
+               test_ids: np.ndarray) -> tuple:
+    V = len(corpus.vocab)
+    model = FeedForwardLM(V, context_size=5, embedding_dim=24, hidden_size=args.hidden,
+                          generator=rng)
+    contexts, targets = make_contexts(corpus.train, 5)
+    opt = tr.optim.Adam(model.parameters(), lr=3e-3)
+    batch = 256
+
+    def step(i: int) -> tr.Tensor:
+        idx = rng.integers(0, len(targets), size=batch)
+        return F.cross_entropy(model(contexts[idx]), targets[idx])
+
+    t0 = time.time()
+    tr.training.fit(step, args.ffnn_steps, opt, clip=1.0, desc="feed-forward LM")
+    model.eval()
+    ppl = evaluate_perplexity(model.token_log_probs, test_ids)
+    return ("feed-forward (5 chars)", ppl, model.num_parameters(), time.time() - t0)
+
+
+def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
+              valid_ids: np.ndarray, test_ids: np.ndarray) -> tuple:
+    V = len(corpus.vocab)
+    model = RNNLM(V, 32, args.hidden, cell=cell, generator=seed)
+    x, y = lm_stream(corpus.train, batch_size=32)  # (32, L): 32 contiguous streams
+    opt = tr.optim.Adam(model.parameters(), lr=args.lr)
+    train_ppl, val_ppl, val_x = [], [], []
+    window_losses: list[float] = []
+
+    def loss_fn(logits: tr.Tensor, start: int, stop: int) -> tr.Tensor:
+        return lm_loss(logits, y[:, start:stop])  # mean NLL (nats) per character
+
+    def validate() -> float:
+        model.eval()
+        ppl = evaluate_perplexity(model.token_log_probs, valid_ids)
+        model.train()
+        return float(np.log(ppl))
+
+    def callback(step: int, loss: float) -> None:
+        window_losses.append(loss)
+
+    t0 = time.time()
+    result = tr.training.train_stream(
+        model, x, loss_fn, opt, chunked(args.bptt), epochs=args.epochs, clip=1.0,
+        callback=callback, validate=validate, val_every=args.val_every, time_axis=1,
+        desc=f"{cell.upper()} LM, TBPTT({args.bptt})")
+    for step, val in result.val_losses:
+        lo = max(0, step - args.val_every)
+        train_ppl.append(float(np.exp(np.mean(window_losses[lo:step]))))
+        val_ppl.append(float(np.exp(val)))
+        val_x.append(step)
+    model.eval()
+    ppl = evaluate_perplexity(model.token_log_probs, test_ids)
+    elapsed = time.time() - t0
+    name = f"{CELL_NAMES[cell]} (H={args.hidden})"
+    return (name, ppl, model.num_parameters(), elapsed), model, (val_x, train_ppl, val_ppl)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="a slice of the corpus, under 3 min")
+    p.add_argument("--out", default=os.path.join("out", "char_lm"))
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    args.hidden = 128 if args.quick else 256
+    args.epochs = 12 if args.quick else 6
+    args.bptt = 32
+    args.lr = 5e-3
+    args.val_every = 50 if args.quick else 200
+    args.ffnn_steps = 2000 if args.quick else 6000
+    os.makedirs(args.out, exist_ok=True)
+    tr.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    t_start = time.time()
+
+    corpus = char_corpus(max_chars=150_000 if args.quick else None)
+    # evaluation slices: the whole valid/test split in the full run
+    n_eval = 10_000 if args.quick else len(corpus.test)
+    valid_ids, test_ids = corpus.valid[:n_eval], corpus.test[:n_eval]
+    print(f"corpus: {len(corpus.train):,} train / {len(corpus.valid):,} valid / "
+          f"{len(corpus.test):,} test characters, vocabulary {len(corpus.vocab)}; "
+          f"scoring {len(test_ids):,} test characters")
+
+    rows = ngram_rows(corpus, test_ids)
+    rows.append(train_ffnn(corpus, args, rng, test_ids))
+    curves_train, curves_val, xs = {}, {}, {}
+    lstm = None
+    for i, cell in enumerate(("rnn", "gru", "lstm")):
+        row, model, (vx, tp, vp) = train_rnn(cell, corpus, args, args.seed + 10 + i,
+                                              valid_ids, test_ids)
+        rows.append(row)
+        curves_train[f"{row[0]} train"] = tp
+        curves_val[f"{row[0]} valid"] = vp
+        xs[f"{row[0]} train"] = vx
+        xs[f"{row[0]} valid"] = vx
+        if cell == "lstm":
+            lstm = model
+
+    print("\nTest perplexity per character (same split, same evaluation):")
+    print(f"{'model':<24}{'perplexity':>11}{'bits/char':>10}{'parameters':>12}{'seconds':>9}")
+    for name, ppl, n_params, secs in rows:
+        print(f"{name:<24}{ppl:>11.3f}{np.log2(ppl):>10.3f}{n_params:>12,}{secs:>9.1f}")
+
+    viz.plot_learning_curves({**curves_train, **curves_val}, x=xs, xlabel="update",
+                             ylabel="perplexity per character", logy=True,
+                             title="Character LMs: train and validation perplexity",
+                             path=os.path.join(args.out, "perplexity_curves.png"))
+
+    prompt = "The "
+    prompt_ids = corpus.vocab.encode(list(prompt))
+    print(f"\nLSTM samples from the prompt {prompt!r}:")
+    for temperature in (0.5, 1.0):
+        ids = tr.lm.generate(lstm, prompt_ids, 160, strategy="sample", temperature=temperature,
+                             generator=args.seed)
+        text = prompt + "".join(corpus.vocab.decode(ids))
+        print(f"  temperature {temperature}: {text!r}")
+    print(f"\nFigure written to {args.out}/ in {time.time() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
