@@ -114,9 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a slice of the corpus, under 3 min")
     p.add_argument("--out", default=os.path.join("out", "char_lm"))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=None,
+                   help="passes over the training stream (default 12 quick, 6 full)")
+    p.add_argument("--max-chars", type=int, default=None,
+                   help="use only the first N characters of the corpus (default 150,000 "
+                        "quick, all full)")
     args = p.parse_args(argv)
     args.hidden = 128 if args.quick else 256
-    args.epochs = 12 if args.quick else 6
+    if args.epochs is None:
+        args.epochs = 12 if args.quick else 6
     args.bptt = 32
     args.lr = 5e-3
     args.val_every = 50 if args.quick else 200
@@ -126,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     t_start = time.time()
 
-    corpus = char_corpus(max_chars=150_000 if args.quick else None)
+    max_chars = args.max_chars or (150_000 if args.quick else None)
+    corpus = char_corpus(max_chars=max_chars)
     # evaluation slices: the whole valid/test split in the full run
     n_eval = 10_000 if args.quick else len(corpus.test)
     valid_ids, test_ids = corpus.valid[:n_eval], corpus.test[:n_eval]

@@ -42,3 +42,21 @@ def test_quickstart_runs() -> None:
     proc = _run("quickstart.py")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "passed=True" in proc.stdout
+
+
+def test_char_lm_runs_and_prints_one_table(tmp_path: Path) -> None:
+    # a small configuration (one epoch over 30,000 characters) of the quick run
+    proc = _run("char_lm.py", "--quick", "--epochs", "1", "--max-chars", "30000", "--out",
+                str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = re.compile(r"^(\S+).*?\s([0-9.]+)\s+[0-9.]+\s+[0-9,]+\s+[0-9.]+$")
+    rows = {}
+    for line in proc.stdout.splitlines():
+        m = row.match(line)
+        if m:
+            rows[m.group(1)] = float(m.group(2))
+    assert set(rows) == {"unigram", "bigram", "trigram", "feed-forward", "Elman", "GRU", "LSTM"}
+    assert rows["unigram"] > rows["bigram"] > rows["trigram"]  # the lectures' ordering
+    assert all(1.0 < v < 110 for v in rows.values())  # below uniform over the vocabulary
+    assert "temperature 0.5:" in proc.stdout and "temperature 1.0:" in proc.stdout
+    assert (tmp_path / "perplexity_curves.png").stat().st_size > 1000
