@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 __all__ = [
-    "THREAD_ENV_VARS", "thread_env", "blas_threads", "blas_corename", "Timing", "interleaved", "median",
-    "paired_ratio", "peak_tracemalloc", "peak_torch_alloc", "rss_supported", "peak_rss_delta",
-    "rss_env", "machine_info",
+    "THREAD_ENV_VARS", "thread_env", "blas_threads", "blas_corename", "Timing", "interleaved",
+    "median", "paired_ratio", "peak_tracemalloc", "peak_torch_alloc", "rss_supported",
+    "peak_rss_delta", "rss_env", "machine_info",
 ]
 
 #: Environment variables read by the BLAS/OpenMP runtimes when they are first loaded.

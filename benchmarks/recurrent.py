@@ -12,7 +12,7 @@ T * N predictions, and backward (no optimizer update). Contestants, for every ce
 
 Usage::
 
-    python benchmarks/recurrent.py                 # full run (about 10 minutes on 2 cores)
+    python benchmarks/recurrent.py                 # full run (10-20 min on 2 cores, by load)
     python benchmarks/recurrent.py --quick         # H in {64, 256}, T = 32, few repetitions
     python benchmarks/recurrent.py --cells lstm --hidden 256 --threads 1 --reps 9
     python benchmarks/recurrent.py --markdown --out table.md

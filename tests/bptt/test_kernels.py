@@ -726,3 +726,33 @@ def test_bad_option_values() -> None:
     g = make_inputs(Variant("gru"), 2, 1, 2, 2, 0, False)
     with pytest.raises(ValueError, match="reset"):
         gru_forward(g["x"], g["h0"], g["weight_ih"], g["weight_hh"], reset="middle")
+
+
+@pytest.mark.parametrize("family", ["rnn", "gru", "lstm"])
+def test_input_grad_false_skips_only_dx(family: str) -> None:
+    """input_grad=False returns dx=None and leaves every other gradient bit-identical."""
+    from tinygrad_rnn import bptt
+
+    rng = np.random.default_rng(3)
+    T, N, D, H = 4, 2, 3, 5
+    G = {"rnn": 1, "gru": 3, "lstm": 4}[family]
+    x = rng.standard_normal((T, N, D))
+    h0 = rng.standard_normal((N, H))
+    w_ih = 0.5 * rng.standard_normal((G * H, D))
+    w_hh = 0.5 * rng.standard_normal((G * H, H))
+    b = 0.1 * rng.standard_normal(G * H)
+    dhs = rng.standard_normal((T, N, H))
+    if family == "lstm":
+        hs, hn, cn, cache = bptt.lstm_forward(x, h0, h0.copy(), w_ih, w_hh, b, b)
+        full = bptt.lstm_backward(dhs, None, None, cache)
+        part = bptt.lstm_backward(dhs, None, None, cache, input_grad=False)
+    else:
+        fwd = getattr(bptt, f"{family}_forward")
+        bwd = getattr(bptt, f"{family}_backward")
+        hs, hn, cache = fwd(x, h0, w_ih, w_hh, b, b)
+        full = bwd(dhs, None, cache)
+        part = bwd(dhs, None, cache, input_grad=False)
+    assert part.dx is None and full.dx.shape == x.shape
+    for name in full._fields:
+        if name != "dx" and getattr(full, name) is not None:
+            np.testing.assert_array_equal(getattr(part, name), getattr(full, name))

@@ -279,7 +279,8 @@ def rnn_forward(
     return hs, h_n, cache
 
 
-def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache) -> RNNGrads:
+def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache, *,
+                 input_grad: bool = True) -> RNNGrads:
     """Backpropagation through time for :func:`rnn_forward`.
 
     Parameters
@@ -288,6 +289,9 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache)
         steps are ignored.
     dh_n : (N, H) upstream gradient of the final state, or None (zeros).
     cache : from :func:`rnn_forward`.
+    input_grad : bool
+        Compute ``dx`` (one GEMM); with False, ``dx`` is None (an input that needs no
+        gradient, such as the data of a first layer).
 
     Returns
     -------
@@ -340,7 +344,7 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache)
     da2 = da.reshape(T * N, H)
     dweight_ih = xp.matmul(da2.T, x.reshape(T * N, D))                              # (E7)
     dweight_hh = xp.matmul(da2.T, slots.prev_all(states, T).reshape(T * N, H))      # (E7)
-    dx = xp.matmul(da2, cache.weight_ih).reshape(T, N, D)                           # (E6)
+    dx = xp.matmul(da2, cache.weight_ih).reshape(T, N, D) if input_grad else None   # (E6)
     db = da2.sum(axis=0)
     dbias_ih, dbias_hh = bias_grads(db, cache.has_bias_ih, cache.has_bias_hh)
     return RNNGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)

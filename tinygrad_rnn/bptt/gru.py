@@ -375,7 +375,8 @@ def gru_forward(
     return hs, h_n, cache
 
 
-def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache) -> GRUGrads:
+def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache, *,
+                 input_grad: bool = True) -> GRUGrads:
     """Backpropagation through time for :func:`gru_forward`, equations (G5)-(G11).
 
     Parameters
@@ -383,6 +384,9 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache)
     dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
     dh_n : (N, H) or None (zeros).
     cache : from :func:`gru_forward`.
+    input_grad : bool
+        Compute ``dx`` (one GEMM); with False, ``dx`` is None (an input that needs no
+        gradient, such as the data of a first layer).
 
     Returns
     -------
@@ -478,7 +482,8 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache)
         db_hh = None
     da_x2 = da_x.reshape(T * N, 3 * H)
     dweight_ih = xp.matmul(da_x2.T, x2)                                             # (G11)
-    dx = xp.matmul(da_x2, cache.weight_ih).reshape(T, N, D)                         # (G10)
+    dx = (xp.matmul(da_x2, cache.weight_ih).reshape(T, N, D)                        # (G10)
+          if input_grad else None)
     db_ih = da_x2.sum(axis=0)
     dbias_ih, dbias_hh = bias_grads(db_ih, cache.has_bias_ih, cache.has_bias_hh, db_hh)
     return GRUGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)

@@ -428,6 +428,7 @@ def lstm_forward(
 
 def lstm_backward(
     dhs: Array | None, dh_n: Array | None, dc_n: Array | None, cache: LSTMSequenceCache,
+    *, input_grad: bool = True,
 ) -> LSTMGrads:
     """Backpropagation through time for :func:`lstm_forward`, equations (L7)-(L13).
 
@@ -436,6 +437,9 @@ def lstm_backward(
     dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
     dh_n, dc_n : (N, H) upstream gradients of the final states, or None (zeros).
     cache : from :func:`lstm_forward`.
+    input_grad : bool
+        Compute ``dx`` (one GEMM); with False, ``dx`` is None (an input that needs no
+        gradient, such as the data of a first layer).
 
     Returns
     -------
@@ -544,7 +548,7 @@ def lstm_backward(
     dweight_ih = _o_last(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)               # (L13)
     h_prev2 = slots.prev_all(c.h_states, T).reshape(T * N, H)
     dweight_hh = _o_last(xp.matmul(da2.T, h_prev2), H, xp)                           # (L13)
-    dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D)                              # (L13)
+    dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D) if input_grad else None       # (L13)
     db = _o_last(da2.sum(axis=0), H, xp)
     dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
     dweight_ch = None

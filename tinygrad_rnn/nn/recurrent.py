@@ -103,15 +103,16 @@ class FusedRecurrent(Function):
 
     @staticmethod
     def backward(ctx: Context, *grad_outs: Any) -> tuple:
+        need_dx = ctx.needs_input_grad[0]  # skip the dx GEMM for data that needs no gradient
         if ctx.mode == "LSTM":
             dhs, dh_n, dc_n = grad_outs
-            grads = bptt.lstm_backward(dhs, dh_n, dc_n, ctx.cache)
+            grads = bptt.lstm_backward(dhs, dh_n, dc_n, ctx.cache, input_grad=need_dx)
         elif ctx.mode == "GRU":
             dhs, dh_n = grad_outs
-            grads = bptt.gru_backward(dhs, dh_n, ctx.cache)
+            grads = bptt.gru_backward(dhs, dh_n, ctx.cache, input_grad=need_dx)
         else:
             dhs, dh_n = grad_outs
-            grads = bptt.rnn_backward(dhs, dh_n, ctx.cache)
+            grads = bptt.rnn_backward(dhs, dh_n, ctx.cache, input_grad=need_dx)
         if ctx.recorder is not None:
             ctx.recorder.store(ctx.key, "h", grads.dh_all)
             if ctx.mode == "LSTM":
