@@ -21,7 +21,7 @@ from .tensor import (
 from . import optim
 from . import nn
 from .io import load, save
-from . import bptt, data, lm, monitor, training, viz
+from . import bptt, data, decoding, lm, monitor, training, viz
 
 __version__ = "0.1.0"
 
@@ -31,7 +31,7 @@ __all__ = [
     "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck", "GradcheckError",
     "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "Function",
     "sum_to_shape", "manual_seed", "get_generator", "__version__",
-    "nn", "save", "load", "optim", "bptt", "data", "lm", "monitor", "training", "viz",
+    "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training", "viz",
 ]
 
 
