@@ -115,14 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=os.path.join("out", "char_lm"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=None,
-                   help="passes over the training stream (default 12 quick, 6 full)")
+                   help="passes over the training stream (default 4 quick, 6 full)")
     p.add_argument("--max-chars", type=int, default=None,
-                   help="use only the first N characters of the corpus (default 150,000 "
+                   help="use only the first N characters of the corpus (default 300,000 "
                         "quick, all full)")
     args = p.parse_args(argv)
     args.hidden = 128 if args.quick else 256
     if args.epochs is None:
-        args.epochs = 12 if args.quick else 6
+        args.epochs = 4 if args.quick else 6
     args.bptt = 32
     args.lr = 5e-3
     args.val_every = 50 if args.quick else 200
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     t_start = time.time()
 
-    max_chars = args.max_chars or (150_000 if args.quick else None)
+    max_chars = args.max_chars or (300_000 if args.quick else None)
     corpus = char_corpus(max_chars=max_chars)
     # evaluation slices: the whole valid/test split in the full run
     n_eval = 10_000 if args.quick else len(corpus.test)
