@@ -65,6 +65,42 @@ def _check_weight(op: str, weight: Any, num_classes: int, x: Any) -> Any:
     return weight
 
 
+class _HardTargets:
+    """Class-id targets checked and prepared once, shared by cross_entropy and nll_loss:
+    ``z`` the input with classes last (..., C), ``safe`` the ids with ignored entries set to
+    0, ``valid`` the non-ignored mask, ``w`` the class weights (or None) and ``w_y`` each
+    entry's weight (0 where ignored)."""
+
+    def __init__(self, op: str, x: Any, target: Any, weight: Any, ignore_index: int) -> None:
+        xp = get_array_module(x)
+        target = xp.asarray(target)
+        if target.dtype.kind not in "iu":
+            raise TypeError(
+                f"{op}: target must hold integer class ids, got dtype {target.dtype} (for "
+                f"class probabilities pass a float target of the input's shape {x.shape} to "
+                f"cross_entropy)"
+            )
+        self.z = _class_last(op, x, target)
+        self.num_classes = self.z.shape[-1]
+        check_token_ids(op, target, self.num_classes, what="number of classes",
+                        ignore=ignore_index)
+        self.w = _check_weight(op, weight, self.num_classes, x)
+        self.valid = target != ignore_index
+        self.safe = xp.where(self.valid, target, 0)
+        w_y = self.w[self.safe] if self.w is not None else xp.ones(target.shape, dtype=x.dtype)
+        self.w_y = xp.where(self.valid, w_y, xp.zeros((), dtype=x.dtype))
+
+
+def _reduce_weighted(loss: Any, reduction: str, denom: Any) -> Any:
+    """'none' / 'sum' / weighted 'mean' (divided by ``denom``; 0 when nothing counts)."""
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    return total / denom if denom > 0 else get_array_module(loss).zeros((), dtype=loss.dtype)
+
+
 class CrossEntropy(Function):
     """Cross entropy between logits and class ids (torch.nn.functional.cross_entropy).
 
@@ -91,24 +127,10 @@ class CrossEntropy(Function):
             raise ValueError(
                 f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}"
             )
-        target = xp.asarray(target)
-        if target.dtype.kind not in "iu":
-            raise TypeError(
-                f"cross_entropy: target must hold integer class ids, got dtype "
-                f"{target.dtype} (for class probabilities pass a float target of the "
-                f"input's shape {x.shape})"
-            )
-        z = _class_last("cross_entropy", x, target)
-        num_classes = z.shape[-1]
-        check_token_ids("cross_entropy", target, num_classes, what="number of classes",
-                        ignore=ignore_index)
-        w = _check_weight("cross_entropy", weight, num_classes, x)
-        valid = target != ignore_index
-        safe = xp.where(valid, target, 0)
-        logp, p = _log_softmax_last(z)
+        tg = _HardTargets("cross_entropy", x, target, weight, ignore_index)
+        num_classes, w, valid, safe, w_y = tg.num_classes, tg.w, tg.valid, tg.safe, tg.w_y
+        logp, p = _log_softmax_last(tg.z)
         nll = -xp.take_along_axis(logp, safe[..., None], axis=-1)[..., 0]
-        w_y = w[safe] if w is not None else xp.ones(target.shape, dtype=x.dtype)
-        w_y = xp.where(valid, w_y, xp.zeros((), dtype=x.dtype))
         eps = x.dtype.type(label_smoothing)
         loss = (1 - eps) * w_y * nll
         if label_smoothing > 0:
@@ -120,12 +142,7 @@ class CrossEntropy(Function):
         denom = w_y.sum() if reduction == "mean" else None
         ctx.save_for_backward(p, safe, valid, w_y)
         ctx.meta = (x.shape, reduction, eps, wc, denom, num_classes)
-        if reduction == "none":
-            return loss
-        total = loss.sum()
-        if reduction == "sum":
-            return total
-        return total / denom if denom > 0 else xp.zeros((), dtype=x.dtype)
+        return _reduce_weighted(loss, reduction, denom)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
@@ -220,30 +237,14 @@ class NLLLoss(Function):
                 ignore_index: int = -100, reduction: str = "mean") -> Any:
         xp = get_array_module(x)
         _check_reduction("nll_loss", reduction)
-        target = xp.asarray(target)
-        if target.dtype.kind not in "iu":
-            raise TypeError(f"nll_loss: target must hold integer class ids, got dtype "
-                            f"{target.dtype}")
-        z = _class_last("nll_loss", x, target)
-        num_classes = z.shape[-1]
-        check_token_ids("nll_loss", target, num_classes, what="number of classes",
-                        ignore=ignore_index)
-        w = _check_weight("nll_loss", weight, num_classes, x)
-        valid = target != ignore_index
-        safe = xp.where(valid, target, 0)
-        w_y = w[safe] if w is not None else xp.ones(target.shape, dtype=x.dtype)
-        w_y = xp.where(valid, w_y, xp.zeros((), dtype=x.dtype))
+        tg = _HardTargets("nll_loss", x, target, weight, ignore_index)
+        z, safe, w_y = tg.z, tg.safe, tg.w_y
         picked = xp.take_along_axis(z, safe[..., None], axis=-1)[..., 0]
         loss = -w_y * picked
         denom = w_y.sum() if reduction == "mean" else None
         ctx.save_for_backward(safe, w_y)
         ctx.meta = (x.shape, z.shape, reduction, denom)
-        if reduction == "none":
-            return loss
-        total = loss.sum()
-        if reduction == "sum":
-            return total
-        return total / denom if denom > 0 else xp.zeros((), dtype=x.dtype)
+        return _reduce_weighted(loss, reduction, denom)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
