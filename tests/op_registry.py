@@ -176,11 +176,12 @@ def run_vjp(op: OpInfo, case: Case, upstream: list, layouts: Any = None) -> tupl
 
 
 def random_upstream(op: OpInfo, case: Case, seed: int) -> list:
-    """Random standard-normal upstream gradients, one per output, in the output dtype."""
+    """Random standard-normal upstream gradients, one per output, in the output dtype
+    (always ndarrays, 0-d ones too, so aliasing checks see the caller's own array)."""
     with tr.no_grad():
         outputs = as_tuple(op.fn(*[Tensor(a) for a in case.inputs], **case.consts))
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(o.shape).astype(o.dtype) for o in outputs]
+    return [np.array(rng.standard_normal(o.shape), dtype=o.dtype) for o in outputs]
 
 
 def _floats(lo: float, hi: float) -> st.SearchStrategy:

@@ -66,7 +66,7 @@ def check_contract(op: OpInfo, case: Case, seed: int, alpha: float, beta: float)
     inputs_before = copy.deepcopy(case.inputs)
     consts_before = copy.deepcopy(case.consts)
     g1 = random_upstream(op, case, seed)
-    g2 = [rng.standard_normal(g.shape).astype(g.dtype) for g in g1]
+    g2 = [np.array(rng.standard_normal(g.shape), dtype=g.dtype) for g in g1]
     g1_before = [g.copy() for g in g1]
 
     # shapes, dtypes, and no aliasing between gradients, upstream gradients and inputs
@@ -111,7 +111,7 @@ def check_contract(op: OpInfo, case: Case, seed: int, alpha: float, beta: float)
     # gradients: where a VJP sums terms that cancel (a broadcast input, a softmax row) its
     # round-off is relative to the terms (~ |J| |g|, and |J| <= 27 * 12 here), not to the
     # small sum
-    mixed = [alpha * a + beta * b for a, b in zip(g1, g2)]
+    mixed = [np.asarray(alpha * a + beta * b) for a, b in zip(g1, g2)]
     _, grads_mixed = run_vjp(op, case, mixed)
     _, grads_2 = run_vjp(op, case, g2)
     upstream_scale = abs(alpha) * _max_abs(g1) + abs(beta) * _max_abs(g2)
@@ -208,7 +208,7 @@ def test_cast_to_float32_vjp(case: Case, seed: int) -> None:
     y = leaf.astype(np.float32)
     assert y.dtype == np.float32
     np.testing.assert_array_equal(y.data, x.astype(np.float32))
-    g = np.random.default_rng(seed).standard_normal(y.shape).astype(np.float32)
+    g = np.array(np.random.default_rng(seed).standard_normal(y.shape), dtype=np.float32)
     g_before = g.copy()
     y.backward(g)
     assert leaf.grad.dtype == np.float64 and leaf.grad.shape == x.shape

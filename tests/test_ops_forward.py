@@ -185,8 +185,9 @@ def check_softmax_against_torch(name: str, case: Case, seed: int) -> None:
     axis, mask = case.consts["axis"], case.consts["mask"]
     valid = np.ones(x.shape, dtype=bool) if mask is None else np.broadcast_to(mask, x.shape)
     ax = axis if x.ndim else None
-    live = np.broadcast_to(np.any(valid, axis=ax, keepdims=True), x.shape)  # rows with a
-    upstream = np.random.default_rng(seed).standard_normal(x.shape)  # valid entry
+    # live: the entries of rows with at least one valid entry (elsewhere torch gives NaN)
+    live = np.broadcast_to(np.any(valid, axis=ax, keepdims=True), x.shape)
+    upstream = np.array(np.random.default_rng(seed).standard_normal(x.shape))
     if name == "log_softmax":
         upstream = np.where(valid, upstream, 0.0)  # see the module docstring
     out, grad = _softmax_ours(name, x, axis, mask, upstream)

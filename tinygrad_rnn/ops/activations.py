@@ -142,7 +142,10 @@ class LogSoftmax(Function):
     VJP: dL/dx = J^T g = g - p * sum_j g_j.
 
     ``mask`` (True = takes part): masked entries get -inf (log of probability 0) and
-    gradient exactly 0; a fully masked row is all -inf with zero gradient, never NaN.
+    gradient exactly 0; a fully masked row is all -inf with zero gradient, never NaN. The
+    upstream gradient at masked (-inf) outputs is ignored: the op is the log-softmax of the
+    valid entries alone, so g is taken as 0 there (torch's masked_fill(-inf) composition would
+    instead pass -p * g from those outputs into the valid inputs).
     """
 
     @staticmethod
