@@ -110,10 +110,11 @@ def _topological_order(root: Context) -> list[Context]:
 
 
 def _check_versions(node: Context) -> None:
-    for box, version, what in node.saved_versions:
+    for box, version, kind, k, shape in node.saved_versions:
         if box.value != version:
             raise RuntimeError(
-                f"{node.name}.backward: {what} was saved for backward at version {version} "
+                f"{node.name}.backward: {kind} {k} of shape {shape} was saved for backward at "
+                f"version {version} "
                 f"but has been modified in place since (now version {box.value}); its "
                 f"gradient would be wrong. Clone the tensor before writing into it."
             )

@@ -646,10 +646,12 @@ def _share_versions(results: tuple, tensors: tuple) -> None:
 def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
     requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`."""
-    tensors_in = [x for x in inputs if isinstance(x, Tensor)]
-    float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
-    first = tensors_in[0] if tensors_in else None
-    tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
+    tensors = inputs
+    if not all(isinstance(x, Tensor) for x in inputs):  # scalars and arrays become tensors
+        tensors_in = [x for x in inputs if isinstance(x, Tensor)]
+        float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
+        first = tensors_in[0] if tensors_in else None
+        tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
     ctx = Context(fn)
     record = engine.is_grad_enabled() and any(t._requires_grad for t in tensors)
     ctx.needs_input_grad = tuple(t._requires_grad and record for t in tensors)
@@ -665,22 +667,20 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
         ctx.out_meta = tuple((o.shape, o.dtype, xp) for o in outs)
         ctx.out_hooks = None
         ctx.out_retain = None
-        float_dtypes = {t.dtype for t in tensors if is_float_dtype(t.dtype)}
-        float_dtypes |= {o.dtype for o in outs if is_float_dtype(o.dtype)}
+        float_dtypes = {t._data.dtype for t in tensors if t._data.dtype.kind == "f"}
+        float_dtypes |= {o.dtype for o in outs if o.dtype.kind == "f"}
         ctx.mixed_dtypes = len(float_dtypes) > 1
-        versions = []
+        versions = []  # (counter, version now, "input"/"output", index, shape): checked later
         for a in ctx.saved_arrays:
             for k, t in enumerate(tensors):
                 if a is t._data:
-                    versions.append((t._version, t._version.value,
-                                     f"input {k} of shape {t.shape}"))
+                    versions.append((t._version, t._version.value, "input", k, a.shape))
             for k, r in enumerate(results):
                 if a is r._data:
-                    versions.append((r._version, r._version.value,
-                                     f"output {k} of shape {r.shape}"))
+                    versions.append((r._version, r._version.value, "output", k, a.shape))
         ctx.saved_versions = versions
         for i, r in enumerate(results):
-            if is_float_dtype(r.dtype):
+            if r._data.dtype.kind == "f":
                 r._ctx = ctx
                 r._out_index = i
                 r._requires_grad = True
