@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT
+from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor, split
 from .module import Module, Parameter
@@ -301,10 +302,9 @@ def _set_forget_bias(bias_ih: Tensor, bias_hh: Tensor, H: int, value: float,
                      coupled: bool) -> None:
     """Forget-gate slice (block 1 in i,f,g,o; block 0 in f,g,o) of b_ih = value, b_hh = 0."""
     start = 0 if coupled else H
-    bias_ih.data[start:start + H] = value
-    bias_hh.data[start:start + H] = 0
-    bias_ih.data = bias_ih.data  # count the writes as in-place (version counter)
-    bias_hh.data = bias_hh.data
+    with no_grad():  # Tensor.__setitem__ counts the writes (version counter)
+        bias_ih[start:start + H] = value
+        bias_hh[start:start + H] = 0
 
 
 def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:

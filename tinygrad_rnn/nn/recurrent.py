@@ -175,7 +175,6 @@ class RNNBase(Module):
         peeps = (2 if coupled else 3) if peephole else 0
         k = 1.0 / math.sqrt(hidden_size)
         dirs = 2 if bidirectional else 1
-        self._flat_names: list[list[str]] = []
         for layer in range(num_layers):
             layer_in = input_size if layer == 0 else hidden_size * dirs
             for direction in range(dirs):
@@ -187,12 +186,9 @@ class RNNBase(Module):
                                ("bias_hh", (gates * hidden_size,))]
                 if peeps:
                     shapes.append(("weight_ch", (peeps * hidden_size,)))
-                names = []
                 for base, shape in shapes:
                     data = self._rng.uniform(-k, k, size=shape).astype(dtype)
                     setattr(self, base + sfx, Parameter(data))
-                    names.append(base + sfx)
-                self._flat_names.append(names)
                 if self.mode == "LSTM" and forget_bias and bias:
                     _set_forget_bias(getattr(self, "bias_ih" + sfx),
                                      getattr(self, "bias_hh" + sfx), hidden_size,
