@@ -1,8 +1,16 @@
 """Array backends and the dtype policy.
 
 Every array call in tinygrad_rnn goes through the array module of its inputs, found by
-:func:`get_array_module`: NumPy by default, CuPy when the data lives on a GPU. Nothing here
+:func:`get_array_module`: NumPy by default, CuPy when the data lives on a GPU, and
+:mod:`tinygrad_rnn.standin` for the stand-in device that plays a GPU in tests. Nothing here
 imports CuPy at module import time, so CuPy stays optional.
+
+Devices
+-------
+``'cpu'`` (NumPy), ``'cuda'`` (CuPy; :func:`module_for_device` raises a RuntimeError saying
+whether CuPy or a GPU is missing) and ``'standin'`` (NumPy underneath, CuPy's rules on top:
+see :mod:`tinygrad_rnn.standin`). Data moves between devices only through
+:func:`to_device` (``Tensor.to``, ``Module.to``, ``Tensor.numpy``), never implicitly.
 
 Dtype policy
 ------------
@@ -21,37 +29,140 @@ import numpy as np
 
 DEFAULT_FLOAT = np.float32
 
+DEVICES = ("cpu", "cuda", "standin")
+
 _cupy: types.ModuleType | None = None
+_cupy_error: str | None = None
 _cupy_checked = False
+_gpu_checked = False
+_gpu_error: str | None = None
+
+# Array type -> array module, for every backend loaded so far. NumPy's own types are absent:
+# get_array_module falls back to numpy for anything not listed here.
+_DEVICE_MODULES: dict[type, types.ModuleType] = {}
+_MODULE_DEVICE: dict[Any, str] = {np: "cpu"}
 
 
 def _try_cupy() -> types.ModuleType | None:
-    """Import CuPy once, on demand; ``None`` when it is not installed."""
-    global _cupy, _cupy_checked
+    """Import CuPy once, on demand; ``None`` when it is not installed (the reason is kept)."""
+    global _cupy, _cupy_checked, _cupy_error
     if not _cupy_checked:
         _cupy_checked = True
         try:
             import cupy  # type: ignore[import-not-found]
 
             _cupy = cupy
-        except Exception:  # ImportError, or a CUDA runtime that fails to load
+            _DEVICE_MODULES[cupy.ndarray] = cupy
+            _MODULE_DEVICE[cupy] = "cuda"
+        except Exception as exc:  # ImportError, or a CUDA runtime that fails to load
             _cupy = None
+            _cupy_error = f"{type(exc).__name__}: {exc}"
     return _cupy
 
 
+def _standin() -> types.ModuleType:
+    from . import standin
+
+    if standin not in _MODULE_DEVICE:
+        _DEVICE_MODULES[standin.StandInArray] = standin
+        _MODULE_DEVICE[standin] = "standin"
+    return standin
+
+
+def _require_cuda() -> types.ModuleType:
+    """CuPy with a usable GPU, or a RuntimeError saying which of the two is missing."""
+    global _gpu_checked, _gpu_error
+    cp = _try_cupy()
+    if cp is None:
+        raise RuntimeError(
+            "device 'cuda' needs CuPy, which could not be imported "
+            f"({_cupy_error}); install it with: pip install \"tinygrad_rnn[gpu]\" "
+            "(CuPy for CUDA 12)"
+        )
+    if not _gpu_checked:
+        _gpu_checked = True
+        try:
+            n = cp.cuda.runtime.getDeviceCount()
+            if n < 1:
+                _gpu_error = "the CUDA runtime reports 0 devices"
+        except Exception as exc:  # no driver, no device
+            _gpu_error = f"{type(exc).__name__}: {exc}"
+    if _gpu_error is not None:
+        raise RuntimeError(
+            f"device 'cuda': CuPy {cp.__version__} is installed but no CUDA GPU is usable "
+            f"({_gpu_error})"
+        )
+    return cp
+
+
+def cuda_is_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA GPU (never raises)."""
+    try:
+        _require_cuda()
+    except RuntimeError:
+        return False
+    return True
+
+
+def normalize_device(device: Any) -> str:
+    """``'cpu'``, ``'cuda'`` or ``'standin'`` from a device name (``'cuda:0'`` is ``'cuda'``);
+    a ValueError names an unknown device."""
+    name = str(device) if not isinstance(device, str) else device
+    if name == "cuda:0":
+        return "cuda"
+    if name not in DEVICES:
+        raise ValueError(
+            f"unknown device {device!r}; expected one of 'cpu', 'cuda' (or 'cuda:0') and "
+            f"'standin' (the test device that mimics a GPU on the CPU)"
+        )
+    return name
+
+
+def module_for_device(device: str) -> types.ModuleType:
+    """The array module of ``device`` (loading CuPy or the stand-in on demand)."""
+    device = normalize_device(device)
+    if device == "cpu":
+        return np
+    if device == "cuda":
+        return _require_cuda()
+    return _standin()
+
+
 def get_array_module(*arrays: Any) -> types.ModuleType:
-    """Return the array module (``numpy`` or ``cupy``) that owns ``arrays``.
+    """Return the array module (``numpy``, ``cupy`` or the stand-in) that owns ``arrays``.
 
     Non-array arguments (Python scalars, ``None``) are ignored. NumPy is returned when no
     argument is a device array.
     """
     for a in arrays:
-        mod = type(a).__module__
-        if mod.startswith("cupy"):
+        t = type(a)
+        xp = _DEVICE_MODULES.get(t)
+        if xp is not None:
+            return xp
+        if t is not np.ndarray and t.__module__.startswith("cupy"):
             cp = _try_cupy()
             if cp is not None:
                 return cp
     return np
+
+
+def device_of(array: Any) -> str:
+    """The device an array (or scalar) lives on: ``'cpu'``, ``'cuda'`` or ``'standin'``."""
+    return _MODULE_DEVICE[get_array_module(array)]
+
+
+def to_device(array: Any, device: str) -> Any:
+    """``array`` on ``device``: the same object when it is already there, else an explicit
+    copy (device to host with ``.get()``, host to device with the device's ``asarray``; a
+    move between two devices goes through the host)."""
+    device = normalize_device(device)
+    src = device_of(array)
+    if src == device:
+        return array
+    host = array.get() if src != "cpu" else array
+    if device == "cpu":
+        return host
+    return module_for_device(device).asarray(host)
 
 
 def is_float_dtype(dtype: Any) -> bool:

@@ -13,7 +13,11 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import engine
-from .backend import DEFAULT_FLOAT, get_array_module, is_float_dtype, result_float_dtype
+from .backend import (
+    DEFAULT_FLOAT, device_of, get_array_module, is_float_dtype, module_for_device,
+    normalize_device, result_float_dtype, to_device,
+)
+from . import backend as _backend
 from .ops import base as _base
 from .ops import (
     Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
@@ -48,20 +52,24 @@ class RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-def _to_array(data: Any, dtype: Any = None, copy: bool = True) -> Any:
-    """Array from user data under the dtype policy (see :mod:`tinygrad_rnn.backend`)."""
+def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = None) -> Any:
+    """Array from user data under the dtype policy (see :mod:`tinygrad_rnn.backend`), on
+    ``device`` (default: where the data already is; Python data goes to the CPU)."""
     if isinstance(data, Tensor):
         data = data.data
     xp = get_array_module(data)
     if dtype is not None:
-        return xp.array(data, dtype=dtype, copy=copy)
-    if isinstance(data, (np.ndarray, np.generic)) or xp is not np:
-        return xp.array(data, copy=copy)
-    arr = np.asarray(data)
-    if arr.dtype == np.float64:  # Python floats (and lists of them) become float32
-        arr = arr.astype(DEFAULT_FLOAT)
-    elif arr.dtype.kind == "U" or arr.dtype == object:
-        raise TypeError(f"Tensor: cannot make a tensor from data of dtype {arr.dtype}")
+        arr = xp.array(data, dtype=dtype, copy=copy)
+    elif isinstance(data, (np.ndarray, np.generic)) or xp is not np:
+        arr = xp.array(data, copy=copy)
+    else:
+        arr = np.asarray(data)
+        if arr.dtype == np.float64:  # Python floats (and lists of them) become float32
+            arr = arr.astype(DEFAULT_FLOAT)
+        elif arr.dtype.kind == "U" or arr.dtype == object:
+            raise TypeError(f"Tensor: cannot make a tensor from data of dtype {arr.dtype}")
+    if device is not None:
+        arr = to_device(arr, device)  # the one explicit copy between devices
     return arr
 
 
@@ -78,6 +86,11 @@ class Tensor:
         floating-point tensors can require a gradient.
     dtype : dtype, optional
         Convert the data to this dtype.
+    device : {'cpu', 'cuda', 'standin'}, optional
+        Where the data lives (default: where ``data`` already is; Python and NumPy data are
+        on the CPU). ``'cuda'`` needs CuPy and a GPU; ``'standin'`` is the test device that
+        plays a GPU on the CPU (see :mod:`tinygrad_rnn.standin`). Ops run on their inputs'
+        device; mixing devices in one op is an error naming both.
 
     Notes
     -----
@@ -89,8 +102,9 @@ class Tensor:
                  "_hooks", "name", "__weakref__")
     __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected operators
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
-        self._data = _to_array(data, dtype)
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
+                 device: Any = None) -> None:
+        self._data = _to_array(data, dtype, device=device)
         self.grad: Any = None
         self._ctx: Context | None = None
         self._out_index = 0
@@ -175,7 +189,8 @@ class Tensor:
 
     @property
     def device(self) -> str:
-        return "cpu" if get_array_module(self._data) is np else "cuda"
+        """``'cpu'``, ``'cuda'`` or ``'standin'``."""
+        return device_of(self._data)
 
     @property
     def T(self) -> "Tensor":
@@ -211,10 +226,30 @@ class Tensor:
 
     # ---------------------------------------------------------------- conversion
     def numpy(self) -> np.ndarray:
-        """The data as a NumPy array (shares memory on the CPU; an explicit copy from a GPU)."""
-        if get_array_module(self._data) is np:
-            return self._data
-        return self._data.get()
+        """The data as a NumPy array (shares memory on the CPU; an explicit copy from a
+        device)."""
+        return to_device(self._data, "cpu")
+
+    def to(self, device: Any = None, dtype: Any = None) -> "Tensor":
+        """This tensor on ``device`` and/or in ``dtype``: ``self`` when nothing changes, else
+        a differentiable copy (the gradient flows back to this tensor's device and dtype).
+        ``t.to('cuda')``, ``t.to(np.float64)``, ``t.to('cpu', np.float64)``."""
+        if dtype is None and device is not None and not isinstance(device, str):
+            device, dtype = None, device  # to(np.float64)
+        out = self
+        if device is not None and normalize_device(device) != self.device:
+            out = _ToDevice.apply(out, device=normalize_device(device))
+        if dtype is not None:
+            out = out.astype(dtype)
+        return out
+
+    def cpu(self) -> "Tensor":
+        """``to('cpu')``."""
+        return self.to("cpu")
+
+    def cuda(self) -> "Tensor":
+        """``to('cuda')`` (needs CuPy and a GPU)."""
+        return self.to("cuda")
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
@@ -319,7 +354,17 @@ class Tensor:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         self._check_inplace("__setitem__")
-        self._data[_index(index)] = value.data if isinstance(value, Tensor) else value
+        xp = get_array_module(self._data)
+        if isinstance(value, Tensor):
+            if value.device != self.device:
+                raise RuntimeError(
+                    f"__setitem__: the tensor written to is on {self.device} but the value is "
+                    f"on {value.device}; move one with .to()"
+                )
+            value = value.data
+        elif xp is not np and type(value) is np.ndarray:
+            value = xp.asarray(value)  # host values are copied to the tensor's device
+        self._data[_index(index, xp)] = value
         self._bump()
 
     def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
@@ -346,8 +391,11 @@ class Tensor:
     def copy_(self, other: Any) -> "Tensor":
         self._check_inplace("copy_")
         src = other.data if isinstance(other, Tensor) else other
-        if tuple(np.shape(src)) != self.shape and np.ndim(src) != 0:
-            raise ValueError(f"copy_: source shape {np.shape(src)} != tensor shape {self.shape}")
+        if not hasattr(src, "shape"):
+            src = np.asarray(src)
+        src = to_device(src, self.device)  # copy_ is the explicit way to copy across devices
+        if tuple(src.shape) != self.shape and src.ndim != 0:
+            raise ValueError(f"copy_: source shape {src.shape} != tensor shape {self.shape}")
         self._data[...] = src
         return self._bump()
 
@@ -405,7 +453,7 @@ class Tensor:
         return MatMul.apply(o, self)
 
     def __getitem__(self, index: Any) -> "Tensor":
-        return GetItem.apply(self, index=_index(index))
+        return GetItem.apply(self, index=_index(index, get_array_module(self._data)))
 
     # comparisons give boolean tensors without gradient
     def __lt__(self, o: Any) -> "Tensor":
@@ -546,6 +594,19 @@ class _Copy(Function):
         return g
 
 
+class _ToDevice(Function):
+    """y = x copied to another device.  VJP: g copied back to x's device."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, device: str) -> Any:
+        ctx.in_device = device_of(x)
+        return to_device(x, device)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return to_device(g, ctx.in_device)
+
+
 class _Cast(Function):
     """y = x converted to another float dtype.  VJP: g converted back to x's dtype."""
 
@@ -592,8 +653,9 @@ def _raw_like(x: Any, ref: Tensor) -> Any:
     return x
 
 
-def _index(index: Any) -> Any:
-    """Normalise an index: tensors and lists become arrays; always a tuple."""
+def _index(index: Any, xp: Any = np) -> Any:
+    """Normalise an index for an array of module ``xp``: tensors and lists become arrays
+    (index arrays given on the host are copied to ``xp``'s device); always a tuple."""
     if not isinstance(index, tuple):
         index = (index,)
     out = []
@@ -603,9 +665,17 @@ def _index(index: Any) -> Any:
         elif isinstance(i, list):
             # an empty list selects nothing (NumPy, torch); asarray would make it float
             i = np.asarray(i) if i else np.asarray(i, dtype=np.intp)
-        if isinstance(i, np.ndarray) and i.dtype.kind not in "iub":
-            raise IndexError(f"tensors used as indices must be integer or boolean, got "
-                             f"dtype {i.dtype}")
+        if hasattr(i, "dtype") and hasattr(i, "shape") and not isinstance(i, np.generic):
+            if i.dtype.kind not in "iub":
+                raise IndexError(f"tensors used as indices must be integer or boolean, got "
+                                 f"dtype {i.dtype}")
+            if xp is not np and type(i) is np.ndarray:
+                i = xp.asarray(i)
+            elif xp is np and type(i) is not np.ndarray:
+                raise RuntimeError(
+                    f"indexing a cpu tensor with an index on {device_of(i)}; copy the index "
+                    f"to the host first (.numpy() / .cpu())"
+                )
         out.append(i)
     return tuple(out)
 
@@ -643,6 +713,28 @@ def _share_versions(results: tuple, tensors: tuple) -> None:
                 break
 
 
+def _check_devices(fn: type, tensors: tuple, const: tuple | None = None) -> None:
+    """RuntimeError naming the op and both devices when its inputs (or an array constant,
+    such as a mask) live on different devices."""
+    d0 = device_of(tensors[0]._data)
+    for k, t in enumerate(tensors):
+        d = device_of(t._data)
+        if d != d0:
+            raise RuntimeError(
+                f"{fn.__name__}: expected all tensors on one device, but input 0 "
+                f"(shape {tensors[0].shape}) is on {d0} and input {k} (shape {t.shape}) is on "
+                f"{d}; move one with .to({d0!r}) or .to({d!r})"
+            )
+    if const is not None:
+        name, v = const
+        d = device_of(v)
+        if d != d0:
+            raise RuntimeError(
+                f"{fn.__name__}: the input (shape {tensors[0].shape}) is on {d0} but {name} "
+                f"(shape {v.shape}) is on {d}; move {name} to {d0}"
+            )
+
+
 def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
     requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`."""
@@ -652,6 +744,15 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
         float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
         first = tensors_in[0] if tensors_in else None
         tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
+    if tensors:
+        t0 = type(tensors[0]._data)
+        for t in tensors:
+            if type(t._data) is not t0:
+                _check_devices(fn, tensors)
+                break
+        for name, v in constants.items():
+            if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
+                _check_devices(fn, tensors, (name, v))
     ctx = Context(fn)
     record = engine.is_grad_enabled() and any(t._requires_grad for t in tensors)
     ctx.needs_input_grad = tuple(t._requires_grad and record for t in tensors)
@@ -691,58 +792,73 @@ _base._apply_impl = _apply
 
 
 # ------------------------------------------------------------------------- creation
-def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
-    """Same as ``Tensor(data, requires_grad, dtype)``."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None,
+           device: Any = None) -> Tensor:
+    """Same as ``Tensor(data, requires_grad, dtype, device)``."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
 
 
-def zeros(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False) -> Tensor:
+def _new(make: Callable[[Any], Any], requires_grad: bool, device: Any) -> Tensor:
+    """A tensor whose data ``make(xp)`` builds directly with the device's array module."""
+    xp = np if device is None else module_for_device(device)
+    t = Tensor._wrap(make(xp))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
     shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return Tensor(np.zeros(shape, dtype=dtype), requires_grad=requires_grad)
+    return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device)
 
 
-def ones(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False) -> Tensor:
+def ones(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
     shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return Tensor(np.ones(shape, dtype=dtype), requires_grad=requires_grad)
+    return _new(lambda xp: xp.ones(shape, dtype=dtype), requires_grad, device)
 
 
 def full(shape: Sequence[int], value: float, dtype: Any = DEFAULT_FLOAT,
-         requires_grad: bool = False) -> Tensor:
-    return Tensor(np.full(tuple(shape), value, dtype=dtype), requires_grad=requires_grad)
+         requires_grad: bool = False, device: Any = None) -> Tensor:
+    return _new(lambda xp: xp.full(tuple(shape), value, dtype=dtype), requires_grad, device)
 
 
 def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    xp = get_array_module(t.data)
-    return Tensor(xp.zeros(t.shape, dtype=t.dtype), requires_grad=requires_grad)
+    """Zeros with ``t``'s shape, dtype and device."""
+    return _new(lambda xp: xp.zeros(t.shape, dtype=t.dtype), requires_grad, t.device)
 
 
 def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    xp = get_array_module(t.data)
-    return Tensor(xp.ones(t.shape, dtype=t.dtype), requires_grad=requires_grad)
+    """Ones with ``t``'s shape, dtype and device."""
+    return _new(lambda xp: xp.ones(t.shape, dtype=t.dtype), requires_grad, t.device)
 
 
-def arange(*args: Any, dtype: Any = None) -> Tensor:
-    return Tensor(np.arange(*args, dtype=dtype))
+def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    return _new(lambda xp: xp.arange(*args, dtype=dtype), False, device)
 
 
 def randn(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
-          requires_grad: bool = False) -> Tensor:
-    """Standard normal samples from ``generator`` (a seed or numpy Generator)."""
+          requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Standard normal samples from ``generator`` (a seed or numpy Generator). The samples
+    are drawn on the host and copied to ``device``, so a seed gives the same numbers on
+    every device."""
     from .random import get_generator
 
     shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     data = get_generator(generator).standard_normal(shape).astype(dtype)
-    return Tensor(data, requires_grad=requires_grad)
+    return Tensor(data, requires_grad=requires_grad, device=device)
 
 
 def rand(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
-         requires_grad: bool = False) -> Tensor:
-    """Uniform [0, 1) samples from ``generator`` (a seed or numpy Generator)."""
+         requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Uniform [0, 1) samples from ``generator`` (a seed or numpy Generator), drawn on the
+    host and copied to ``device``."""
     from .random import get_generator
 
     shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     data = get_generator(generator).random(shape).astype(dtype)
-    return Tensor(data, requires_grad=requires_grad)
+    return Tensor(data, requires_grad=requires_grad, device=device)
 
 
 # ------------------------------------------------------------------------- joining

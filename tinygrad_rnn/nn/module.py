@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
-from ..backend import get_array_module, is_float_dtype
+from ..backend import get_array_module, is_float_dtype, module_for_device, normalize_device, to_device
 from ..engine import no_grad
 from ..tensor import Tensor
 
@@ -447,11 +447,14 @@ class Module:
                 p.grad[...] = 0
 
     def to(self, *args: Any, device: str | None = None, dtype: Any = None) -> "Module":
-        """Convert every floating-point parameter and buffer in place; returns self.
+        """Move and/or convert every parameter and buffer in place; returns self.
 
-        ``to(np.float64)``, ``to(dtype=...)``, ``to("cpu")``. The Parameter objects stay the
-        same objects (an optimizer holding them stays valid); gradients are converted too.
-        Integer and boolean buffers keep their dtype.
+        ``to('cuda')``, ``to('standin')``, ``to('cpu')``, ``to(np.float64)``,
+        ``to('cuda', np.float32)``, ``to(device=..., dtype=...)``. The Parameter objects stay
+        the same objects (an optimizer holding them stays valid; its state moves on its next
+        ``load_state_dict`` or is created on the new device at its next step); gradients move
+        and convert too. Only floating-point tensors change dtype; integer and boolean
+        buffers keep theirs. A move is an explicit copy (``backend.to_device``).
         """
         for a in args:
             if isinstance(a, str):
@@ -462,23 +465,43 @@ class Module:
                 if dtype is not None:
                     raise TypeError("to(): dtype given twice")
                 dtype = a
-        if device is not None and device != "cpu":
-            raise NotImplementedError(
-                f"Module.to({device!r}): moving modules to a GPU is not supported yet; the "
-                f"CuPy backend works on single tensors, but modules and their checkpoints are "
-                f"CPU-only for now. Use 'cpu'."
-            )
-        if dtype is None:
-            return self
-        dtype = np.dtype(dtype)
-        if not is_float_dtype(dtype):
-            raise TypeError(f"to(): only floating-point dtypes are supported, got {dtype}")
+        if device is not None:
+            device = normalize_device(device)
+            module_for_device(device)  # a clear error now if CuPy or a GPU is missing
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            if not is_float_dtype(dtype):
+                raise TypeError(f"to(): only floating-point dtypes are supported, got {dtype}")
         for t in list(self.parameters()) + list(self.buffers()):
-            if is_float_dtype(t.dtype) and t.dtype != dtype:
-                t.data = t.data.astype(dtype)  # the data setter bumps the version
-                if t.grad is not None:
-                    t.grad = t.grad.astype(dtype)
+            data, grad = t.data, t.grad
+            if device is not None and t.device != device:
+                data = to_device(data, device)
+                grad = None if grad is None else to_device(grad, device)
+            if dtype is not None and is_float_dtype(t.dtype) and t.dtype != dtype:
+                data = data.astype(dtype)
+                grad = None if grad is None else grad.astype(dtype)
+            if data is not t.data:
+                t.data = data  # the data setter bumps the version
+                t.grad = grad
         return self
+
+    def cpu(self) -> "Module":
+        """``to('cpu')``."""
+        return self.to("cpu")
+
+    def cuda(self) -> "Module":
+        """``to('cuda')`` (needs CuPy and a GPU)."""
+        return self.to("cuda")
+
+    @property
+    def device(self) -> str:
+        """The device of the parameters (and buffers); a RuntimeError when they are spread
+        over several devices, ``'cpu'`` for a module without any."""
+        devices = {t.device for t in list(self.parameters()) + list(self.buffers())}
+        if len(devices) > 1:
+            raise RuntimeError(f"{type(self).__name__}: parameters on several devices: "
+                               f"{sorted(devices)}")
+        return devices.pop() if devices else "cpu"
 
     def double(self) -> "Module":
         """Convert floating-point parameters and buffers to float64 in place."""
