@@ -61,11 +61,9 @@ def _try_cupy() -> types.ModuleType | None:
 
 
 def _standin() -> types.ModuleType:
+    """The stand-in device's array module (imported on first use; it registers itself)."""
     from . import standin
 
-    if standin not in _MODULE_DEVICE:
-        _DEVICE_MODULES[standin.StandInArray] = standin
-        _MODULE_DEVICE[standin] = "standin"
     return standin
 
 

@@ -268,7 +268,8 @@ def _transfer(name: str) -> Any:
 
     def transfer(a: Any, *args: Any, **kwargs: Any) -> StandInArray:
         if type(a) is StandInArray:  # already on the device: NumPy's copy/no-copy rules
-            return _wrap(fn(a._a, *args, **kwargs))
+            result = fn(a._a, *args, **kwargs)
+            return a if result is a._a else _wrap(result)
         if isinstance(a, (list, tuple)):
             a = _unwrap(a, name) if not any(type(v) is np.ndarray for v in a) else a
         kwargs.pop("copy", None)
@@ -347,3 +348,18 @@ def __getattr__(name: str) -> Any:  # PEP 562: ``standin.zeros`` etc.
     obj = _lookup(np, f"standin.{name}", name)
     _cache[name] = obj
     return obj
+
+
+def _register() -> None:
+    """Tell the backend which array type this module owns (on import, so stand-in arrays
+    made directly with ``standin.asarray`` are recognised too)."""
+    import sys
+
+    from . import backend
+
+    module = sys.modules[__name__]
+    backend._DEVICE_MODULES[StandInArray] = module
+    backend._MODULE_DEVICE[module] = DEVICE
+
+
+_register()

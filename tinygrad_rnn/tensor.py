@@ -209,6 +209,8 @@ class Tensor:
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Tensor(")
         extra = f", dtype={self.dtype}"
+        if self.device != "cpu":
+            extra += f", device={self.device!r}"
         if self._ctx is not None:
             extra += f", grad_fn={self._ctx.name}"
         elif self.requires_grad:
@@ -229,6 +231,17 @@ class Tensor:
         """The data as a NumPy array (shares memory on the CPU; an explicit copy from a
         device)."""
         return to_device(self._data, "cpu")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(t)`` for a CPU tensor; a TypeError for a device tensor, whose data
+        reaches the host only through the explicit :meth:`numpy`."""
+        if type(self._data) is not np.ndarray and get_array_module(self._data) is not np:
+            raise TypeError(
+                f"cannot convert a tensor on {self.device} to a NumPy array implicitly; "
+                f"copy it to the host explicitly with .numpy() or .cpu()"
+            )
+        arr = np.asarray(self._data, dtype=dtype)
+        return arr.copy() if copy else arr
 
     def to(self, device: Any = None, dtype: Any = None) -> "Tensor":
         """This tensor on ``device`` and/or in ``dtype``: ``self`` when nothing changes, else
