@@ -17,6 +17,8 @@ Usage::
     python benchmarks/recurrent.py --cells lstm --hidden 256 --threads 1 --reps 9
     python benchmarks/recurrent.py --markdown --out table.md
     python benchmarks/recurrent.py --device cuda   # CuPy + torch on CUDA, when available
+    python benchmarks/recurrent.py --device cuda --cells lstm --hidden 1024 --batch 256
+    python benchmarks/recurrent.py --device standin --quick  # the device path, on the CPU
 
 How it measures (docs/performance.md has the details): contestants run in the same
 process, interleaved (repetition r runs each once, in an order rotated by r); the table
@@ -169,14 +171,10 @@ def _ours_factory(cell: str, engine: str, x: np.ndarray, y: np.ndarray, classes:
     def build() -> Callable[[], float]:
         T, N, H = x.shape
         model, readout = _ours_modules(cell, H, classes, engine, seed)
-        xs, ys = x, y
-        if device == "cuda":
-            import cupy as cp  # type: ignore[import-not-found]
-
-            for p in list(model.parameters()) + list(readout.parameters()):
-                p.data = cp.asarray(p.data)
-            xs, ys = cp.asarray(x), cp.asarray(y)
-        xt = Tensor(xs)
+        model.to(device)
+        readout.to(device)
+        xt = Tensor(x, device=device)
+        ys = Tensor(y, device=device)
 
         def step() -> float:
             model.zero_grad()
@@ -206,18 +204,19 @@ def _torch_factory(torch: Any, cell: str, cell_loop: bool, x: np.ndarray, y: np.
             model.load_state_dict(as_t)
         readout = torch.nn.Linear(H, classes)
         readout.load_state_dict({k: torch.from_numpy(v) for k, v in lin_state.items()})
-        model.to(device)
-        readout.to(device)
-        xt = torch.from_numpy(x).to(device)
-        yt = torch.from_numpy(y).to(device)
+        where = "cuda" if device == "cuda" else "cpu"  # the stand-in races torch on the CPU
+        model.to(where)
+        readout.to(where)
+        xt = torch.from_numpy(x).to(where)
+        yt = torch.from_numpy(y).to(where)
         ce = torch.nn.functional.cross_entropy
 
         def step() -> float:
             model.zero_grad()
             readout.zero_grad()
             if cell_loop:
-                h = torch.zeros(N, H, device=device)
-                c = torch.zeros(N, H, device=device)
+                h = torch.zeros(N, H, device=where)
+                c = torch.zeros(N, H, device=where)
                 outs = []
                 for t in range(T):
                     h, c = model(xt[t], (h, c))
@@ -290,7 +289,7 @@ def run_timing(cfg: Config, threads: int | None = None, torch: Any = None,
                 try:
                     step = c.factory()
                     losses[c.name] = step()                      # the warm-up step
-                except Exception as exc:  # e.g. an op not yet running on CuPy
+                except Exception as exc:  # on a GPU: report it and time the others
                     if cfg.device != "cuda":
                         raise
                     _log(f"  {c.name} failed on {cfg.device}: {type(exc).__name__}: {exc}")
@@ -596,7 +595,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--hidden", type=int, nargs="+", help="hidden sizes (default 64 256 1024)")
     p.add_argument("--cells", nargs="+", choices=sorted(CELLS), help="default: lstm gru rnn")
     p.add_argument("--reps", type=int, help="timed repetitions (default: by H)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                   help="cuda: ours on CuPy against torch on CUDA; standin: the device code "
+                        "path on the CPU (a check, not a GPU timing)")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables")
     p.add_argument("--out", help="also write the report, as Markdown, to this file")
     p.add_argument("--seq-len", type=int, help="T of the timed step (default 64; quick 32)")
@@ -656,20 +657,27 @@ def _cuda_missing() -> str | None:
     return None
 
 
-def _run_cuda(cfg: Config, args: argparse.Namespace, command: str) -> int:
-    why = _cuda_missing()
-    if why is not None:
-        print(f"--device cuda: skipped: {why}. Our GPU backend (CuPy) is future work; "
-              f"run without --device cuda for the CPU benchmark.")
-        return 0
+def _run_device(cfg: Config, args: argparse.Namespace, command: str) -> int:
+    """Time ours on ``cfg.device`` in this process: on 'cuda' against torch on CUDA, on the
+    'standin' test device (a check of the device code path, not a speed claim) against torch
+    on the CPU."""
     torch = _import_torch(cfg, None)
-    if torch is not None and not torch.cuda.is_available():
-        _log("torch has no CUDA here: timing ours on CuPy only")
-        torch = None
+    if cfg.device == "cuda":
+        why = _cuda_missing()
+        if why is not None:
+            print(f"--device cuda: skipped: {why}. Install CuPy with "
+                  f"pip install \"tinygrad_rnn[gpu]\" on a machine with an NVIDIA GPU; run "
+                  f"without --device cuda for the CPU benchmark.")
+            return 0
+        if torch is not None and not torch.cuda.is_available():
+            _log("torch has no CUDA here: timing ours on CuPy only")
+            torch = None
     records = run_timing(cfg, None, torch, log=_log)
     info = hz.machine_info(torch)
-    text = report(cfg, records, [], info, command, args.markdown,
-                  notes=["GPU run: ours on CuPy, torch on CUDA; no memory table"])
+    note = ("GPU run: ours on CuPy, torch on CUDA; no memory table" if cfg.device == "cuda"
+            else "stand-in device run: checks the device code path (NumPy under CuPy's rules)"
+                 " against torch on the CPU; not a GPU timing; no memory table")
+    text = report(cfg, records, [], info, command, args.markdown, notes=[note])
     _emit(text, cfg, records, [], info, command, args)
     return 0
 
@@ -694,8 +702,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = list(sys.argv[1:] if argv is None else argv)
     env_shown = [f"{k}={os.environ[k]}" for k in _RESULT_ENV_VARS if k in os.environ]
     command = " ".join([*env_shown, "python benchmarks/recurrent.py", *shown])
-    if cfg.device == "cuda":
-        return _run_cuda(cfg, args, command)
+    if cfg.device != "cpu":
+        return _run_device(cfg, args, command)
     notes = []
     if not cfg.torch:
         notes.append("torch not installed (or --no-torch): only our numbers")

@@ -239,6 +239,38 @@ def test_gradcheck_every_entry_passes(capsys: pytest.CaptureFixture) -> None:
     assert f"all {len(suite.SUITE)} passed" in out
 
 
+def test_gradcheck_every_entry_passes_on_the_standin_device(capsys: pytest.CaptureFixture
+                                                            ) -> None:
+    """The whole suite on the stand-in device: every op, cell and layer's backward runs
+    under CuPy's rules (no NumPy call on device data) and still matches central
+    differences."""
+    code, out, err = run(capsys, "gradcheck", "--examples", "1", "--seed", "5",
+                         "--device", "standin")
+    assert code == 0, out + err
+    assert "on standin" in out
+    assert _table_rows(out) == {name: "ok" for name in suite.BY_NAME}
+
+
+def test_gradcheck_on_the_standin_catches_a_broken_backward(capsys: pytest.CaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setattr(ops.Tanh, "backward", _scaled(ops.Tanh.backward))
+    code, out, _ = run(capsys, "gradcheck", "--ops", "tanh,add", "--examples", "2",
+                       "--device", "standin")
+    assert code == 1 and _table_rows(out) == {"tanh": "FAIL", "add": "ok"}
+    assert "--device standin" in out  # the reproduce line keeps the device
+
+
+def test_gradcheck_on_cuda_without_cupy_is_a_usage_error(capsys: pytest.CaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    from tinygrad_rnn import backend
+
+    monkeypatch.setattr(backend, "_try_cupy", lambda: None)
+    code, _, err = run(capsys, "gradcheck", "--ops", "tanh", "--device", "cuda")
+    assert code == 2 and "needs CuPy" in err
+
+
 def _scaled(orig: Callable, factor: float = 1.01) -> staticmethod:
     """A backward returning ``factor`` times the true gradient."""
     def backward(ctx: Any, *grad_outs: Any) -> Any:

@@ -32,10 +32,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import functional as F
+from .backend import normalize_device, to_device
 from .engine import no_grad
 from .gradcheck import check_leaves, flatten_outputs
 from .nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .tensor import Tensor, cat, split, stack, where
+from .tensor import Tensor, _Cast, cat, split, stack, where
 
 __all__ = [
     "EPS", "RTOL", "ATOL", "Problem", "SuiteEntry", "EntryResult", "SUITE", "BY_NAME",
@@ -496,6 +497,21 @@ def _layer(kind: str) -> Callable:
     return sample
 
 
+def _astype(t: Tensor) -> Tensor:
+    """An exact cast up to longdouble (x86-64's 80-bit floats) on the CPU. Device array
+    modules have no longdouble (CuPy's widest float is float64), so there the entry checks
+    the same cast op float64 -> float64."""
+    if t.device == "cpu":
+        return t.astype(np.longdouble)
+    return _Cast.apply(t, dtype=np.dtype(np.float64))
+
+
+def _round_trip(t: Tensor) -> Tensor:
+    """``t`` copied to another device and back: two differentiable copies."""
+    other = "standin" if t.device != "standin" else "cpu"
+    return t.to(other).to(t.device) * 2.0
+
+
 # ----------------------------------------------------------------------------- the suite
 def _op(name: str, sample: Callable, what: str) -> SuiteEntry:
     return SuiteEntry(name, "op", sample, what)
@@ -544,8 +560,8 @@ SUITE: tuple[SuiteEntry, ...] = (
     _op("embedding", _embedding, "embedding lookup, repeated ids"),
     _op("dropout", _dropout, "dropout with a fixed mask"),
     _op("clone", _unary(lambda t: t.clone(), _reals), "differentiable copy"),
-    _op("astype", _unary(lambda t: t.astype(np.longdouble), _reals),
-        "float64 -> longdouble cast"),
+    _op("astype", _unary(_astype, _reals), "float64 -> longdouble cast"),
+    _op("to_device", _unary(_round_trip, _reals), "copy to another device and back"),
     # losses
     _op("cross_entropy", _cross_entropy, "class ids; weights, ignore_index, smoothing"),
     _op("cross_entropy_probs", _cross_entropy_probs, "class probabilities (both inputs)"),
@@ -577,7 +593,7 @@ def _output_scale(outputs: Sequence[Tensor]) -> float:
     """max(1, largest finite |output entry|): the scale of the round-off in f."""
     scale = 1.0
     for out in outputs:
-        values = np.asarray(out.data, dtype=np.float64)
+        values = out.numpy().astype(np.float64)  # an explicit host copy from a device
         finite = values[np.isfinite(values)]
         if finite.size:
             scale = max(scale, float(np.abs(finite).max()))
@@ -590,10 +606,18 @@ def example_rng(seed: int, name: str, k: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode()), k])
 
 
-def check_problem(problem: Problem) -> Any:
-    """Run the float64 full-mode check of one problem; returns the GradcheckReport."""
+def check_problem(problem: Problem, device: str = "cpu") -> Any:
+    """Run the float64 full-mode check of one problem on ``device`` (inputs and module
+    parameters are copied there; host constants such as masks and targets are copied by the
+    ops themselves); returns the GradcheckReport."""
+    device = normalize_device(device)
     inputs = [_leaf(x.data) if isinstance(x, Tensor) and x.requires_grad else x
               for x in problem.inputs]
+    if device != "cpu":
+        inputs = [Tensor(x.data, requires_grad=True, device=device)
+                  if isinstance(x, Tensor) and x.requires_grad else x for x in inputs]
+        for _, p in problem.params:
+            p.data = to_device(p.data, device)
     n_in = len(inputs)
     args = inputs + [p for _, p in problem.params]
     diff = [k for k, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
@@ -610,14 +634,16 @@ def check_problem(problem: Problem) -> Any:
                         mode="full", raise_exception=False)
 
 
-def run_entry(entry: SuiteEntry, examples: int, seed: int = 0) -> EntryResult:
-    """Check ``examples`` random problems of ``entry``; stops at the first failure."""
+def run_entry(entry: SuiteEntry, examples: int, seed: int = 0,
+              device: str = "cpu") -> EntryResult:
+    """Check ``examples`` random problems of ``entry`` on ``device``; stops at the first
+    failure. The examples are the same on every device (drawn on the host)."""
     result = EntryResult(entry.name, entry.group)
     start = time.perf_counter()
     for k in range(examples):
         result.examples += 1
         try:
-            report = check_problem(entry.sample(example_rng(seed, entry.name, k)))
+            report = check_problem(entry.sample(example_rng(seed, entry.name, k)), device)
         except Exception as exc:  # a backward that raises is a failed check, not a crash
             result.passed = False
             result.failure = f"example {k}: {type(exc).__name__}: {exc}"
@@ -637,12 +663,13 @@ def run_entry(entry: SuiteEntry, examples: int, seed: int = 0) -> EntryResult:
 
 
 def run_suite(names: Sequence[str] | None = None, examples: int = 5, seed: int = 0,
-              progress: Callable[[EntryResult], None] | None = None) -> list[EntryResult]:
-    """Run the entries named in ``names`` (all when None), in suite order."""
+              progress: Callable[[EntryResult], None] | None = None,
+              device: str = "cpu") -> list[EntryResult]:
+    """Run the entries named in ``names`` (all when None), in suite order, on ``device``."""
     entries = SUITE if names is None else [BY_NAME[name] for name in names]
     results = []
     for entry in entries:
-        res = run_entry(entry, examples, seed)
+        res = run_entry(entry, examples, seed, device)
         results.append(res)
         if progress is not None:
             progress(res)

@@ -39,6 +39,7 @@ examples:
   tinygrad-rnn gradcheck                       # every op, cell and layer (under a minute)
   tinygrad-rnn gradcheck --ops tanh,softmax,lstm_cell --examples 100 --seed 1
   tinygrad-rnn gradcheck --list                # the names --ops accepts
+  tinygrad-rnn gradcheck --device cuda         # the same checks on the GPU (CuPy)
   tinygrad-rnn bench --quick                   # benchmarks/recurrent.py --quick
   tinygrad-rnn bench --quick --cells lstm --threads 1
   tinygrad-rnn info                            # versions, backends, BLAS, threads
@@ -210,9 +211,17 @@ def _cmd_gradcheck(args: argparse.Namespace) -> int:
             print(f"{entry.name:<22}{entry.group:<7}{entry.what}")
         return 0
     names = _select_entries(args.ops)
+    if args.device != "cpu":
+        from .backend import module_for_device
+
+        try:
+            module_for_device(args.device)
+        except RuntimeError as exc:
+            raise UsageError(str(exc)) from None
     count = len(suite.SUITE) if names is None else len(names)
     print(f"gradcheck: {count} ops/cells/layers x {args.examples} random float64 examples "
-          f"(seed {args.seed}), central differences eps={suite.EPS:g}, every Jacobian entry")
+          f"(seed {args.seed}) on {args.device}, central differences eps={suite.EPS:g}, "
+          f"every Jacobian entry")
     print(f"an entry passes when |analytic - numeric| <= atol + rtol |numeric| with "
           f"rtol={suite.RTOL:g}, atol={suite.ATOL:g} * max(1, max |f|); the max rel err "
           f"column is over the entries with |numeric| > atol\n")
@@ -223,15 +232,17 @@ def _cmd_gradcheck(args: argparse.Namespace) -> int:
     def show(result: Any) -> None:
         print(suite.format_table([result]).splitlines()[-1], flush=True)
 
-    results = suite.run_suite(names, examples=args.examples, seed=args.seed, progress=show)
+    results = suite.run_suite(names, examples=args.examples, seed=args.seed, progress=show,
+                              device=args.device)
     failed = [r for r in results if not r.passed]
     elapsed = time.perf_counter() - start
     if failed:
         print(f"\n{len(failed)} of {len(results)} FAILED:")
         for r in failed:
             print(f"  {r.name}: {r.failure}")
+        where = f" --device {args.device}" if args.device != "cpu" else ""
         print(f"reproduce with: tinygrad-rnn gradcheck --ops {','.join(r.name for r in failed)}"
-              f" --examples {args.examples} --seed {args.seed}")
+              f" --examples {args.examples} --seed {args.seed}{where}")
     else:
         print(f"\nall {len(results)} passed")
     print(f"({elapsed:.1f} s)")
@@ -270,7 +281,8 @@ def _version_of(name: str) -> str:
 
 
 def _backends() -> list[str]:
-    lines = ["numpy (CPU): available (default)"]
+    lines = ["numpy (CPU): available (default)",
+             "standin: available (the test device: NumPy under CuPy's rules)"]
     if importlib.util.find_spec("cupy") is None:
         lines.append("cupy (GPU): not installed (optional: pip install \"tinygrad_rnn[gpu]\")")
         return lines
@@ -404,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "generator. Exits 1 when any check fails.",
         epilog="examples:\n  tinygrad-rnn gradcheck\n"
                "  tinygrad-rnn gradcheck --ops softmax,cross_entropy --examples 200\n"
-               "  tinygrad-rnn gradcheck --ops cell,layer --seed 7",
+               "  tinygrad-rnn gradcheck --ops cell,layer --seed 7\n"
+               "  tinygrad-rnn gradcheck --device cuda",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     grad.add_argument("--examples", type=_positive_int, default=DEFAULT_EXAMPLES, metavar="N",
                       help=f"random examples per entry (default {DEFAULT_EXAMPLES})")
@@ -414,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     grad.add_argument("--seed", type=_non_negative_int, default=0, metavar="N",
                       help="seed of the random examples (default 0)")
     grad.add_argument("--list", action="store_true", help="list the entries and exit")
+    grad.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                      help="where the checks run (default cpu); cuda needs CuPy and a GPU; "
+                           "standin runs them under CuPy's rules on the CPU")
 
     bench = sub.add_parser(
         "bench", help="run benchmarks/recurrent.py (other flags are passed through)",

@@ -23,6 +23,17 @@ hypothesis with the best normalized score ``score / length ** alpha`` (length in
 included); ``alpha = 0`` compares raw log-probabilities. With ``beam_width = 1`` this is
 exactly greedy decoding; with a beam as wide as the number of hypotheses it is exact search.
 
+Devices
+-------
+A model moved with ``model.to(device)`` decodes on that device. The source ids are host
+arrays (copied to the device by the model's embedding). The loop itself runs on the host (it
+stops at EOS, grows Python lists of tokens, ranks beams), so each step copies exactly one
+thing from the device explicitly: the N chosen ids (greedy, sampling: the choice itself is
+made on the device) or the (B, V) log-probabilities of the live beams (beam search: the
+ranking needs them all). Scores and attention weights stay on the device until the end and
+are copied once. Sampling draws its uniform numbers on the host from the seeded generator
+and copies them to the device, so a seed gives the same tokens on every device.
+
 Examples
 --------
 >>> import numpy as np
@@ -44,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from . import functional as F
+from .backend import get_array_module, to_device
 from .engine import no_grad
 from .random import get_generator
 from .tensor import Tensor
@@ -83,9 +95,9 @@ def _lengths(src: Any, src_lengths: Any) -> tuple[np.ndarray, np.ndarray]:
     return ids, lens
 
 
-def _log_probs(logits: Tensor) -> np.ndarray:
-    """(N, V) float64 log-probabilities."""
-    return F.log_softmax(logits, axis=-1).numpy().astype(np.float64)
+def _log_probs(logits: Tensor) -> Any:
+    """(N, V) float64 log-probabilities, on the logits' device."""
+    return F.log_softmax(logits, axis=-1).data.astype(np.float64)
 
 
 def _check_max_len(max_len: int, who: str) -> None:
@@ -95,7 +107,8 @@ def _check_max_len(max_len: int, who: str) -> None:
 
 def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
               who: str) -> DecodeResult:
-    """Batched left-to-right decoding; ``choose(logits (N, V)) -> ids (N,)``."""
+    """Batched left-to-right decoding; ``choose(logits (N, V) raw array, xp) -> ids (N,)``
+    on the logits' device."""
     _check_max_len(max_len, who)
     ids, lens = _lengths(src, src_lengths)
     N = ids.shape[0]
@@ -103,20 +116,25 @@ def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
         state, memory = model.encode(ids, lens)
         prev = np.full(N, model.bos_id, dtype=np.int64)
         done = np.zeros(N, dtype=bool)
-        scores = np.zeros(N, dtype=np.float64)
+        scores: Any = None                                  # (N,) float64, on the device
         tokens: list[np.ndarray] = []
-        weights_t: list[np.ndarray] = []
+        weights_t: list[Any] = []                           # (N, S) each, on the device
         steps = np.zeros(N, dtype=np.int64)                 # tokens generated per row
         for _ in range(int(max_len)):
             logits, state, weights = model.decode_step(prev, state, memory)
+            xp = get_array_module(logits.data)
             logp = _log_probs(logits)                       # (N, V)
-            nxt = np.asarray(choose(logits), dtype=np.int64)
+            chosen = choose(logits.data, xp)                # (N,) on the device
+            # the one device -> host copy of a step: the chosen ids drive the loop (EOS, stop)
+            nxt = to_device(chosen, "cpu").astype(np.int64)
             live = ~done
-            scores += np.where(live, logp[np.arange(N), nxt], 0.0)
+            if scores is None:
+                scores = xp.zeros(N, dtype=np.float64)
+            scores += xp.where(xp.asarray(live), logp[xp.arange(N), chosen], 0.0)
             steps += live
             tokens.append(nxt)
             if weights is not None:
-                weights_t.append(weights.numpy())
+                weights_t.append(weights.data)
             done = done | (nxt == model.eos_id)
             prev = nxt
             if done.all():
@@ -125,9 +143,10 @@ def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
             for i in range(N)]
     attn = None
     if weights_t:
-        attn = [np.stack([w[i, : lens[i]] for w in weights_t[: steps[i]]])
+        w_all = to_device(get_array_module(weights_t[0]).stack(weights_t), "cpu")  # (T, N, S)
+        attn = [np.stack([w[i, : lens[i]] for w in w_all[: steps[i]]])
                 for i in range(N)]
-    return DecodeResult(seqs, scores, attn, done.copy())
+    return DecodeResult(seqs, to_device(scores, "cpu"), attn, done.copy())
 
 
 def greedy_decode(model: Any, src: Any, src_lengths: Any = None,
@@ -144,8 +163,8 @@ def greedy_decode(model: Any, src: Any, src_lengths: Any = None,
     max_len : int
         The most tokens generated per sentence (EOS included).
     """
-    def choose(logits: Tensor) -> np.ndarray:
-        return np.argmax(logits.numpy(), axis=-1)
+    def choose(logits: Any, xp: Any) -> Any:
+        return xp.argmax(logits, axis=-1)
 
     return _stepwise(model, src, src_lengths, max_len, choose, "greedy_decode")
 
@@ -166,18 +185,18 @@ def sample_decode(model: Any, src: Any, src_lengths: Any = None, max_len: int = 
         raise ValueError(f"sample_decode: top_k must be >= 1, got {top_k}")
     rng = get_generator(generator)
 
-    def choose(logits: Tensor) -> np.ndarray:
-        z = logits.numpy().astype(np.float64) / temperature          # (N, V)
+    def choose(logits: Any, xp: Any) -> Any:
+        z = logits.astype(np.float64) / temperature                  # (N, V)
         if top_k is not None and top_k < z.shape[-1]:
-            kth = np.sort(z, axis=-1)[:, -int(top_k)][:, None]       # k-th largest per row
-            z = np.where(z >= kth, z, -np.inf)
+            kth = xp.sort(z, axis=-1)[:, -int(top_k)][:, None]       # k-th largest per row
+            z = xp.where(z >= kth, z, -np.inf)
         z = z - z.max(axis=-1, keepdims=True)
-        p = np.exp(z)
-        p /= p.sum(axis=-1, keepdims=True)
-        u = rng.random(z.shape[0])[:, None]
-        cdf = np.cumsum(p, axis=-1)
+        p = xp.exp(z)
+        p = p / p.sum(axis=-1, keepdims=True)
+        u = xp.asarray(rng.random(z.shape[0]))[:, None]              # drawn on the host
+        cdf = xp.cumsum(p, axis=-1)
         idx = (u > cdf).sum(axis=-1)                                 # inverse-CDF draw
-        return np.minimum(idx, z.shape[-1] - 1)
+        return xp.minimum(idx, z.shape[-1] - 1)
 
     return _stepwise(model, src, src_lengths, max_len, choose, "sample_decode")
 
@@ -238,14 +257,16 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
     prev = np.array([model.bos_id], dtype=np.int64)
     for _ in range(max_len):
         logits, state, weights = model.decode_step(prev, state, memory)
-        logp = _log_probs(logits)                                   # (B, V)
+        # the one device -> host copy of a step: ranking the extensions needs every
+        # log-probability of the live beams
+        logp = to_device(_log_probs(logits), "cpu")                 # (B, V)
         B, V = logp.shape
         total = live_score[:, None] + logp                          # (B, V)
         flat = total.reshape(-1)
         k = min(width, flat.size)
         # top k by score; ties broken by the lower flat index (stable)
         order = np.argsort(-flat, kind="stable")[:k]
-        w = None if weights is None else weights.numpy()
+        w = None if weights is None else weights.data               # (B, S), on the device
         keep_rows, keep_tok, keep_score, keep_attn, keep_ids = [], [], [], [], []
         for j in order:
             b, v = divmod(int(j), V)
@@ -273,7 +294,10 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
             done.append((toks, float(s), rows, False))
     best = max(range(len(done)),
                key=lambda i: (_normalized(done[i][1], len(done[i][0]), alpha), -i))
-    return done[best]
+    tokens, score, rows, finished = done[best]
+    if rows:                                       # the chosen attention rows, copied once
+        rows = list(to_device(get_array_module(rows[0]).stack(rows), "cpu"))
+    return tokens, score, rows, finished
 
 
 def _memory_rows(memory: Any) -> int:

@@ -12,6 +12,14 @@ Two kinds of tools:
   the spectrum of W_hh, the bound of Pascanu et al. 2013 (:func:`pascanu_bound`), a fitted
   decay rate and a "gradient horizon" (:func:`gradient_horizon`).
 
+Devices: a monitored model may live on any device. Norms are computed where the gradients
+are, and only the resulting numbers (a float per parameter, a (T,) vector per recorded
+state gradient) are copied to the host, explicitly, for the history. The analysis functions
+(:func:`step_jacobians`, :func:`spectral_radius`, :func:`singular_values`,
+:func:`pascanu_bound`) copy the parameters and inputs to the host explicitly and work there
+in float64: the matrices are small (H x H), and CuPy has no eigenvalue solver for general
+(non-symmetric) matrices.
+
 The vanishing-gradient argument in one line (docs/vanishing.md derives it): for the Elman
 RNN, dh_T/dh_t = prod_{s=t+1}^{T} diag(f'(a_s)) W_hh, so
 ||dh_T/dh_t|| <= (sigma_max(W_hh) * max f')^(T - t), which decays geometrically when the base
@@ -30,7 +38,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .backend import get_array_module
+from .backend import get_array_module, to_device
 from .tensor import Tensor
 
 __all__ = [
@@ -41,16 +49,29 @@ __all__ = [
 
 
 def _host(a: Any) -> np.ndarray:
-    xp = get_array_module(a)
-    return np.asarray(a) if xp is np else a.get()
+    """``a`` as a NumPy array: host data as it is, device data copied explicitly."""
+    return np.asarray(a) if get_array_module(a) is np else to_device(a, "cpu")
+
+
+def _raw(a: Any) -> Any:
+    """The array of a Tensor, or ``a`` itself."""
+    return a.data if isinstance(a, Tensor) else a
+
+
+def _sq_norm(a: Any) -> float:
+    """||a||^2 in float64, computed on ``a``'s device; only the number comes back."""
+    g = a.astype(np.float64)
+    return float((g * g).sum())
 
 
 def state_grad_norms(grads: Any) -> np.ndarray:
     """||dL/dh_t|| for every step t of a (T, N, H) gradient array: the Frobenius norm over the
-    batch and hidden axes, in float64. Returns shape (T,)."""
-    g = _host(grads).astype(np.float64)
+    batch and hidden axes, in float64, computed on the array's device. Returns shape (T,),
+    on the host."""
+    xp = get_array_module(grads)
+    g = xp.asarray(grads).astype(np.float64)
     # sum over every axis but time (a reshape to (T, -1) is ambiguous when T = 0)
-    return np.sqrt((g * g).sum(axis=tuple(range(1, g.ndim))))
+    return _host(xp.sqrt((g * g).sum(axis=tuple(range(1, g.ndim)))))
 
 
 class GradientMonitor:
@@ -92,8 +113,7 @@ class GradientMonitor:
         total = 0.0
         for p in self.model.parameters():
             if p.grad is not None:
-                g = _host(p.grad).astype(np.float64)
-                total += float((g * g).sum())
+                total += _sq_norm(p.grad)
         return float(np.sqrt(total))
 
     def record(self, clipped: bool = False, pre_clip_norm: Any = None) -> None:
@@ -128,8 +148,7 @@ class GradientMonitor:
             if p.grad is None:
                 norms.append(0.0)
             else:
-                g = _host(p.grad).astype(np.float64)
-                norms.append(float(np.sqrt((g * g).sum())))
+                norms.append(float(np.sqrt(_sq_norm(p.grad))))
         self._param_norms.append(np.asarray(norms))
         for name, module in self.recurrent.items():
             for (layer, direction), slot in module.state_grads.items():
@@ -180,14 +199,15 @@ class GradientMonitor:
 
 # ------------------------------------------------------------------------- analysis
 def spectral_radius(W: Any) -> float:
-    """max |eigenvalue| of a square matrix."""
-    W = _host(W.data if isinstance(W, Tensor) else W)
+    """max |eigenvalue| of a square matrix (copied to the host explicitly when it is on a
+    device: CuPy has no general eigenvalue solver)."""
+    W = _host(_raw(W))
     return float(np.max(np.abs(np.linalg.eigvals(W.astype(np.float64))))) if W.size else 0.0
 
 
 def singular_values(W: Any) -> np.ndarray:
-    """Singular values of W, largest first."""
-    W = _host(W.data if isinstance(W, Tensor) else W)
+    """Singular values of W, largest first (computed on the host, in float64)."""
+    W = _host(_raw(W))
     return np.linalg.svd(W.astype(np.float64), compute_uv=False)
 
 
@@ -231,14 +251,14 @@ def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
     ``x`` is (T, N, D) time-major, (N, T, D) for a ``batch_first`` layer, or (T, D).
     """
     mode, p, opts = _cell_params(module)
-    xs = _host(x.data if isinstance(x, Tensor) else np.asarray(x)).astype(np.float64)
+    xs = _host(_raw(x)).astype(np.float64)
     if xs.ndim == 3:
         xs = xs[sample] if getattr(module, "batch_first", False) else xs[:, sample]
     T = xs.shape[0]
     H = p["weight_hh"].shape[1]
-    h = np.zeros(H) if h0 is None else _host(getattr(h0, "data", h0)).astype(np.float64)
+    h = np.zeros(H) if h0 is None else _host(_raw(h0)).astype(np.float64)
     h = h.reshape(-1, H)[sample] if h.ndim > 1 else h
-    c = np.zeros(H) if c0 is None else _host(getattr(c0, "data", c0)).astype(np.float64)
+    c = np.zeros(H) if c0 is None else _host(_raw(c0)).astype(np.float64)
     c = c.reshape(-1, H)[sample] if c.ndim > 1 else c
     W_ih, W_hh = p["weight_ih"], p["weight_hh"]
     b_ih = p.get("bias_ih", np.zeros(W_ih.shape[0]))

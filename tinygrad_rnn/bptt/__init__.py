@@ -4,6 +4,10 @@ For each cell family a readable per-step pair (``*_step_forward`` / ``*_step_bac
 a named cache) and a fused sequence pair (``*_forward`` / ``*_backward``) that is tested equal
 to a loop of the per-step pair. Weights use PyTorch's layouts, so torch weights load
 unchanged. This layer imports only NumPy and :mod:`tinygrad_rnn.backend`.
+
+The kernels run on the device of their arrays (NumPy, CuPy, or the stand-in device): all
+arrays of one call must share a device, and ``lengths`` stays on the host (see
+:mod:`tinygrad_rnn.bptt._common`).
 """
 from .elman import (
     RNNGrads, RNNSequenceCache, RNNStepCache, RNNStepGrads, rnn_backward, rnn_forward,

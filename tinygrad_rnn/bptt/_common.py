@@ -1,7 +1,16 @@
 """Shared pieces of the explicit BPTT kernels: the sigmoid, argument checks, masks, state slots.
 
-Everything here works on raw backend arrays (NumPy or CuPy) and imports nothing above
-:mod:`tinygrad_rnn.backend`.
+Everything here works on raw backend arrays (NumPy, CuPy or the stand-in device) and imports
+nothing above :mod:`tinygrad_rnn.backend`.
+
+Devices
+-------
+The kernels run on the device of their inputs: every array call goes through the inputs'
+array module ``xp``, and all arguments of one call must live on one device (a RuntimeError
+names the two devices otherwise). ``lengths`` is the one exception: like PyTorch, which wants
+sequence lengths as a CPU tensor, the kernels take them on the host (a list or NumPy array),
+validate them there, build the step mask there and copy the mask to the device once. Lengths
+given as device data are refused with a TypeError rather than copied back silently.
 
 The sigmoid used by every kernel
 --------------------------------
@@ -27,6 +36,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from ..backend import device_of, get_array_module
 
 #: A NumPy or CuPy array (the kernels are written once for both).
 Array = Any
@@ -126,7 +137,22 @@ def check_recurrent_args(
              ("weight_hh", weight_hh), ("bias_ih", bias_ih), ("bias_hh", bias_hh),
              ("weight_ch", weight_ch)]
     check_same_float_dtype(fname, named)
+    check_same_device(fname, named)
     return Sizes(T, N, D, H)
+
+
+def check_same_device(fname: str, named: list[tuple[str, Array | None]]) -> None:
+    """All given arrays must live on one device (no implicit copies between devices)."""
+    present = [(n, a) for n, a in named if a is not None]
+    if not present:
+        return
+    first_name, first = present[0]
+    xp = get_array_module(first)
+    for n, a in present[1:]:
+        if get_array_module(a) is not xp:
+            raise RuntimeError(
+                f"{fname}: {first_name} is on {device_of(first)} but {n} is on "
+                f"{device_of(a)}; move them to one device first (backend.to_device)")
 
 
 def check_same_float_dtype(fname: str, named: list[tuple[str, Array | None]]) -> None:
@@ -144,8 +170,9 @@ def check_same_float_dtype(fname: str, named: list[tuple[str, Array | None]]) ->
 
 
 def check_grad_arg(fname: str, name: str, g: Array | None, shape: tuple[int, ...],
-                   dtype: Any) -> None:
-    """An upstream gradient must be None or have the forward output's shape and dtype."""
+                   dtype: Any, ref: Array | None = None) -> None:
+    """An upstream gradient must be None or have the forward output's shape and dtype, and
+    live on the device of ``ref`` (an array of the forward pass) when that is given."""
     if g is None:
         return
     if _shape(g) != tuple(shape):
@@ -154,17 +181,26 @@ def check_grad_arg(fname: str, name: str, g: Array | None, shape: tuple[int, ...
     if np.dtype(g.dtype) != np.dtype(dtype):
         raise TypeError(f"{fname}: {name} has dtype {g.dtype} but the forward pass ran in "
                         f"{np.dtype(dtype)}")
+    if ref is not None:
+        check_same_device(fname, [("the forward pass's data", ref), (name, g)])
 
 
-def check_lengths(fname: str, lengths: Any, T: int, N: int, xp: Any) -> Array | None:
-    """Validate ``lengths`` (shape (N,), integer dtype, values in [0, T]); None stays None."""
+def check_lengths(fname: str, lengths: Any, T: int, N: int) -> np.ndarray | None:
+    """Validate host ``lengths`` (shape (N,), integer dtype, values in [0, T]) and return them
+    as a NumPy array; None stays None. Lengths on a device raise a TypeError: they are read
+    on the host (validation, mask), and the caller copies them there explicitly."""
     if lengths is None:
         return None
-    lengths = xp.asarray(lengths)
+    if get_array_module(lengths) is not np:
+        raise TypeError(
+            f"{fname}: lengths must be on the host (a list or NumPy array), as PyTorch "
+            f"requires CPU lengths, but they are on {device_of(lengths)}; copy them to the "
+            f"host explicitly (.get(), or Tensor.numpy())")
+    lengths = np.asarray(lengths)
     if _shape(lengths) != (N,):
         raise ValueError(f"{fname}: lengths has shape {_shape(lengths)} but expected "
                          f"(batch,) = {(N,)}")
-    if np.dtype(lengths.dtype).kind not in "iu":
+    if lengths.dtype.kind not in "iu":
         raise ValueError(f"{fname}: lengths must have an integer dtype, got {lengths.dtype}")
     if N > 0:
         lo, hi = int(lengths.min()), int(lengths.max())
@@ -189,13 +225,16 @@ class StepMask(NamedTuple):
     invalid: Array
 
 
-def make_mask(lengths: Array | None, T: int, dtype: Any, xp: Any) -> StepMask | None:
-    """Step t of sequence n is valid iff t < lengths[n]; None when ``lengths`` is None."""
+def make_mask(lengths: np.ndarray | None, T: int, dtype: Any, xp: Any) -> StepMask | None:
+    """Step t of sequence n is valid iff t < lengths[n]; None when ``lengths`` is None.
+
+    The mask is built on the host from the host ``lengths`` and copied to ``xp``'s device
+    once (no copy when ``xp`` is NumPy)."""
     if lengths is None:
         return None
-    valid_b = xp.arange(T).reshape(T, 1) < lengths.reshape(1, -1)  # (T, N)
+    valid_b = np.arange(T).reshape(T, 1) < lengths.reshape(1, -1)  # (T, N)
     valid_b = valid_b[:, :, None]  # (T, N, 1)
-    return StepMask(valid=valid_b.astype(dtype), invalid=~valid_b)
+    return StepMask(valid=xp.asarray(valid_b.astype(dtype)), invalid=xp.asarray(~valid_b))
 
 
 class StateSlots(NamedTuple):

@@ -140,7 +140,8 @@ def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
     (E4) da_t = dh_t * phi'(a_t); (E5) dh_prev = da_t W_hh; (E6) dx_t = da_t W_ih;
     (E7) dW_ih = da_t^T x_t, dW_hh = da_t^T h_prev, db = sum_n da_t.
     """
-    check_grad_arg("rnn_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype)
+    check_grad_arg("rnn_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype,
+                   cache.h_t)
     if cache.nonlinearity == "tanh":
         da_t = dh_t * (1 - cache.h_t * cache.h_t)                     # (E4)
     else:
@@ -205,8 +206,9 @@ def rnn_forward(
     h0 : (N, H) initial state.
     weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, see the module docstring.
     nonlinearity : 'tanh' or 'relu'.
-    lengths : optional int array (N,), 0 <= lengths[n] <= T. Step t of sequence n is valid
-        iff t < lengths[n]; invalid steps carry the state unchanged and output 0.
+    lengths : optional int array (N,) on the host (list or NumPy), 0 <= lengths[n] <= T.
+        Step t of sequence n is valid iff t < lengths[n]; invalid steps carry the state
+        unchanged and output 0. Device arrays are refused (see ``bptt._common``).
     reverse : process t = T-1 down to 0 (the backward half of a bidirectional layer).
 
     Returns
@@ -244,7 +246,7 @@ def rnn_forward(
     T, N, D, H = check_recurrent_args(fname, 1, x, h0, weight_ih, weight_hh, bias_ih,
                                       bias_hh, sequence=True)
     xp = get_array_module(x, h0, weight_ih, weight_hh)
-    lengths = check_lengths(fname, lengths, T, N, xp)
+    lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
     mask = make_mask(lengths, T, dtype, xp)
     slots = state_slots(T, reverse)
@@ -308,8 +310,8 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     T, N, D = (int(s) for s in x.shape)
     H = int(states.shape[2])
     dtype = states.dtype
-    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype)
-    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype)
+    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype, states)
+    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype, states)
     xp = get_array_module(states, dhs, dh_n)
     slots = state_slots(T, cache.reverse)
     h_out = slots.out_all(states, T)            # (T, N, H) state produced at each t

@@ -173,7 +173,8 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
     -------
     :class:`GRUStepGrads` (dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh).
     """
-    check_grad_arg("gru_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype)
+    check_grad_arg("gru_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype,
+                   cache.h_t)
     xp = get_array_module(dh_t, cache.h_t)
     c = cache
     H = int(c.h_t.shape[1])
@@ -253,8 +254,8 @@ def gru_forward(
     x : (T, N, D) time-major inputs; h0 : (N, H) initial state.
     weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, gate rows r, z, n.
     reset : 'after' (PyTorch, default) or 'before' (Cho et al.); see the module docstring.
-    lengths : optional int array (N,); step t of sequence n is valid iff t < lengths[n].
-        Padded steps carry the state and output 0.
+    lengths : optional int array (N,) on the host (list or NumPy); step t of sequence n is
+        valid iff t < lengths[n]. Padded steps carry the state and output 0.
     reverse : process t = T-1 down to 0.
 
     Returns
@@ -290,7 +291,7 @@ def gru_forward(
     T, N, D, H = check_recurrent_args(fname, 3, x, h0, weight_ih, weight_hh, bias_ih,
                                       bias_hh, sequence=True)
     xp = get_array_module(x, h0, weight_ih, weight_hh)
-    lengths = check_lengths(fname, lengths, T, N, xp)
+    lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
     mask = make_mask(lengths, T, dtype, xp)
     slots = state_slots(T, reverse)
@@ -403,8 +404,8 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     T, N, D = (int(s) for s in x.shape)
     H = int(states.shape[2])
     dtype = states.dtype
-    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype)
-    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype)
+    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype, states)
+    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype, states)
     xp = get_array_module(states, dhs, dh_n)
     slots = state_slots(T, cache.reverse)
     after = cache.reset == "after"

@@ -184,8 +184,8 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     """
     fname = "lstm_step_backward"
     c = cache
-    check_grad_arg(fname, "dh_t", dh_t, c.h_t.shape, c.h_t.dtype)
-    check_grad_arg(fname, "dc_t", dc_t, c.c_t.shape, c.c_t.dtype)
+    check_grad_arg(fname, "dh_t", dh_t, c.h_t.shape, c.h_t.dtype, c.h_t)
+    check_grad_arg(fname, "dc_t", dc_t, c.c_t.shape, c.c_t.dtype, c.h_t)
     xp = get_array_module(dh_t, c.h_t)
     H = int(c.h_t.shape[1])
     i_t, f_t, g_t, o_t = c.i_t, c.f_t, c.g_t, c.o_t
@@ -301,8 +301,8 @@ def lstm_forward(
         coupled).
     weight_ch : peepholes, (3H,) = (w_ci, w_cf, w_co) or (2H,) = (w_cf, w_co) when coupled.
     coupled : coupled input-forget gate, i_t = 1 - f_t.
-    lengths : optional int array (N,); step t of sequence n is valid iff t < lengths[n].
-        Padded steps carry h and c unchanged and output 0.
+    lengths : optional int array (N,) on the host (list or NumPy); step t of sequence n is
+        valid iff t < lengths[n]. Padded steps carry h and c unchanged and output 0.
     reverse : process t = T-1 down to 0.
 
     Returns
@@ -343,7 +343,7 @@ def lstm_forward(
         fname, G, x, h0, weight_ih, weight_hh, bias_ih, bias_hh, sequence=True, c0=c0,
         weight_ch=weight_ch, peepholes=G - 1)
     xp = get_array_module(x, h0, c0, weight_ih, weight_hh)
-    lengths = check_lengths(fname, lengths, T, N, xp)
+    lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
     mask = make_mask(lengths, T, dtype, xp)
     slots = state_slots(T, reverse)
@@ -461,9 +461,9 @@ def lstm_backward(
     G = _n_gates(coupled)
     S = (G - 1) * H
     dtype = c.h_states.dtype
-    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype)
-    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype)
-    check_grad_arg(fname, "dc_n", dc_n, (N, H), dtype)
+    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype, c.h_states)
+    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype, c.h_states)
+    check_grad_arg(fname, "dc_n", dc_n, (N, H), dtype, c.h_states)
     xp = get_array_module(c.h_states, dhs, dh_n, dc_n)
     slots = state_slots(T, c.reverse)
     peep = c.weight_ch

@@ -17,6 +17,10 @@ Timeline of a stream of T steps (see docs/truncation.md for the figure):
 * The **truncation-bias meter** (:func:`truncation_bias`) compares the gradient of a schedule,
   accumulated over a whole sequence, with the full-BPTT gradient (relative error, cosine).
 
+Devices: the schedule runs on whatever device the model and ``x`` live on; only the loss of
+each window comes back to the host (one float per window, for the returned list), and the
+truncation-bias meter copies the parameter gradients to the host explicitly to compare them.
+
 The schedule is independent of the engine: windows are run by a ``forward`` callable that
 takes ``(x_window, state)`` and returns ``(outputs, new_state)``, so the same code drives
 ``nn.RNN``/``GRU``/``LSTM`` with ``engine='fused'`` or ``'autograd'``, or any model.
@@ -34,6 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from ..backend import to_device
 from ..tensor import Tensor
 
 __all__ = ["Truncation", "Window", "chunked", "williams_peng", "full", "windows",
@@ -296,6 +301,6 @@ def _gradient_vector(forward: Callable, x: Tensor, schedule: Truncation, loss_fn
         if p.grad is None:
             parts.append(np.zeros(p.size))
         else:
-            g = p.grad if isinstance(p.grad, np.ndarray) else p.grad.get()  # cupy -> host
+            g = to_device(p.grad, "cpu")  # explicit copy from a device (no copy on the CPU)
             parts.append(np.asarray(g, dtype=np.float64).ravel())
     return np.concatenate(parts) if parts else np.zeros(0)

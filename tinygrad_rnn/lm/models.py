@@ -47,6 +47,16 @@ decoder bias 0, as in Zaremba et al. (2014): with N(0, 1) embeddings a tied deco
 with logits of size sqrt(H) and a perplexity far above V. Recurrent and hidden layers keep
 their torch defaults.
 
+Devices
+-------
+``model.to(device)`` moves the parameters; the models then run there. Token ids are host
+arrays (as :mod:`tinygrad_rnn.data` makes them, and as :func:`~tinygrad_rnn.lm.evaluate_lm`
+passes them): they are checked on the host and copied to the device by the embedding lookup,
+once per call; targets are copied by the loss (or by the gather of ``token_log_probs``). What
+comes back to the host is explicit and small: ``token_log_probs`` copies the picked
+log-probabilities (one per token), and the generation protocol (``prime``/``advance``) copies
+the V logits of the next token once per step, since the sampler runs on the host.
+
 References
 ----------
 Y. Bengio, R. Ducharme, P. Vincent and C. Jauvin, "A neural probabilistic language model",
@@ -64,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT
+from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..data.text import BOS_ID
 from ..nn import init
 from ..nn.classify import IGNORE_INDEX, _Inference, recurrent_layer
@@ -104,6 +114,21 @@ def _check_vocab_range(ids: np.ndarray, V: int, owner: str) -> None:
                          f"vocabulary size {V}")
 
 
+def _picked(lp: Any, targets: np.ndarray) -> np.ndarray:
+    """``lp[t, targets[t]]`` for every row t of log-probabilities ``lp`` (k, V) on any
+    device: the host targets are copied to the device, the k picked values copied back (the
+    one device -> host copy of a chunk)."""
+    xp = get_array_module(lp)
+    return to_device(lp[xp.arange(targets.size), xp.asarray(targets)], "cpu")
+
+
+def _host_row(logits: Any) -> np.ndarray:
+    """The next-token logits (V,) copied to the host, where the sampler of
+    :func:`~tinygrad_rnn.lm.generate` runs: the one device -> host copy of a generation
+    step."""
+    return to_device(logits, "cpu")
+
+
 def lm_loss(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
             reduction: str = "mean") -> Tensor:
     """Next-token cross entropy, eq. (R5): ``logits`` (N, T, V) against ``targets`` (N, T).
@@ -111,12 +136,14 @@ def lm_loss(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
     Targets equal to ``ignore_index`` (default -100) count neither in the sum nor in the
     mean; pass ``ignore_index=PAD_ID`` for batches of :func:`~tinygrad_rnn.data.pad_batch`
     sentences. ``reduction='sum'`` gives the summed NLL (nats), which adds up over windows.
+    Host targets are copied to the logits' device by the loss; a target Tensor must live
+    there already.
     """
     if logits.ndim != 3:
         raise ValueError(f"lm_loss: expected logits of shape (N, T, V), got {logits.shape}")
     N, T, V = logits.shape
-    y = np.asarray(targets.numpy() if isinstance(targets, Tensor) else targets)
-    if y.shape != (N, T):
+    y = targets if isinstance(targets, Tensor) else np.asarray(targets)
+    if tuple(y.shape) != (N, T):
         raise ValueError(f"lm_loss: logits of shape {logits.shape} need targets of shape "
                          f"{(N, T)}, got {y.shape}")
     return F.cross_entropy(logits.reshape(N * T, V), y.reshape(N * T),
@@ -262,13 +289,13 @@ class RNNLM(Module):
 
     # ------------------------------------------------------------------ state
     def init_state(self, batch_size: int) -> Any:
-        """The zero state for ``batch_size`` sequences, in the parameters' dtype:
-        ``(L, N, H)`` for RNN/GRU, a pair ``(h_0, c_0)`` for the LSTM."""
+        """The zero state for ``batch_size`` sequences, in the parameters' dtype and on their
+        device: ``(L, N, H)`` for RNN/GRU, a pair ``(h_0, c_0)`` for the LSTM."""
         n = _positive_int(batch_size, "batch_size", "RNNLM.init_state")
-        dt = self.decoder.weight.dtype
-        h0 = zeros(self.num_layers, n, self.hidden_size, dtype=dt)
+        dt, dev = self.decoder.weight.dtype, self.decoder.weight.device
+        h0 = zeros(self.num_layers, n, self.hidden_size, dtype=dt, device=dev)
         if self.cell == "lstm":
-            return h0, zeros(self.num_layers, n, self.hidden_size, dtype=dt)
+            return h0, zeros(self.num_layers, n, self.hidden_size, dtype=dt, device=dev)
         return h0
 
     # ------------------------------------------------------------------ forward
@@ -310,9 +337,9 @@ class RNNLM(Module):
         of :func:`~tinygrad_rnn.lm.evaluate_lm` it holds T V values; for long streams use
         :meth:`token_log_probs`.
         """
-        arr = ids.numpy() if isinstance(ids, Tensor) else np.asarray(ids)
+        arr = ids if isinstance(ids, Tensor) else np.asarray(ids)
         single = arr.ndim == 1
-        logits, _ = self(arr[None] if single else arr, state)
+        logits, _ = self(arr.reshape(1, -1) if single else arr, state)
         lp = F.log_softmax(logits, axis=-1)
         return lp[0] if single else lp
 
@@ -336,8 +363,8 @@ class RNNLM(Module):
             for start in range(0, inputs.size, k):
                 stop = min(start + k, inputs.size)
                 logits, state = self(inputs[None, start:stop], state)          # (1, k, V)
-                lp = F.log_softmax(logits, axis=-1).numpy()[0]                 # (k, V)
-                out[start:stop] = lp[np.arange(stop - start), targets[start:stop]]
+                lp = F.log_softmax(logits, axis=-1).data[0]                    # (k, V)
+                out[start:stop] = _picked(lp, targets[start:stop])
         return out
 
     # ------------------------------------------------------------------ generation protocol
@@ -345,12 +372,12 @@ class RNNLM(Module):
         """Read a 1-D prompt from the zero state; returns the logits (V,) for the next token
         and the state after the prompt (used by :func:`tinygrad_rnn.lm.generate`)."""
         logits, state = self(np.asarray(prompt_ids, dtype=np.int64)[None], None)
-        return logits.numpy()[0, -1], state
+        return _host_row(logits.data[0, -1]), state
 
     def advance(self, token_id: int, state: Any) -> tuple[np.ndarray, Any]:
         """Feed one token from ``state``; returns the next logits (V,) and the new state."""
         logits, state = self(np.array([[token_id]], dtype=np.int64), state)
-        return logits.numpy()[0, -1], state
+        return _host_row(logits.data[0, -1]), state
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, cell={self.cell!r}, "
@@ -476,8 +503,8 @@ class FeedForwardLM(Module):
         with _Inference(self):
             for start in range(0, targets.size, k):
                 stop = min(start + k, targets.size)
-                lp = F.log_softmax(self(ctx[start:stop]), axis=-1).numpy()   # (k, V)
-                out[start:stop] = lp[np.arange(stop - start), targets[start:stop]]
+                lp = F.log_softmax(self(ctx[start:stop]), axis=-1).data      # (k, V)
+                out[start:stop] = _picked(lp, targets[start:stop])
         return out
 
     # ------------------------------------------------------------------ generation protocol
@@ -487,12 +514,12 @@ class FeedForwardLM(Module):
         arr = np.asarray(prompt_ids, dtype=np.int64)
         padded = np.concatenate([np.full(self.context_size, self.bos_id, np.int64), arr])
         window = padded[-self.context_size:]
-        return self(window[None]).numpy()[0], window
+        return _host_row(self(window[None]).data[0]), window
 
     def advance(self, token_id: int, window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Slide the window by one token; returns the next logits (V,) and the new window."""
         window = np.append(window[1:], np.int64(token_id))
-        return self(window[None]).numpy()[0], window
+        return _host_row(self(window[None]).data[0]), window
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, context_size={self.context_size}, "

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module, is_float_dtype
+from ..backend import DEFAULT_FLOAT, device_of, get_array_module, is_float_dtype
 from ..random import get_generator
 from ..tensor import Tensor, cat, split
 from . import init
@@ -127,8 +127,27 @@ def additive_scores(q: Tensor, k: Tensor, query_proj: Linear, key_proj: Linear,
 
 
 # ------------------------------------------------------------------------- masks
-def _as_array(mask: Any, xp: Any) -> Any:
-    return xp.asarray(mask.data if isinstance(mask, Tensor) else mask)
+def _device_name(xp: Any) -> str:
+    """The device whose array module is ``xp`` (used in error messages only)."""
+    return device_of(xp.zeros(0))
+
+
+def _as_array(mask: Any, xp: Any, who: str = "attention", name: str = "mask") -> Any:
+    """A mask as an array of the array module ``xp`` (the inputs' device).
+
+    Host data (a NumPy array or a list) is copied to that device with ``xp.asarray``, the one
+    allowed host -> device copy. A Tensor or device array that lives on another device (a
+    cpu Tensor included) is a RuntimeError naming both devices: it is never moved silently.
+    """
+    data = mask.data if isinstance(mask, Tensor) else mask
+    src = get_array_module(data)
+    if src is not xp and (src is not np or isinstance(mask, Tensor)):
+        here, there = device_of(data), _device_name(xp)
+        raise RuntimeError(
+            f"{who}: {name} is on {here} but the inputs are on {there}; move it with "
+            f".to({there!r}) (or pass it as a host NumPy array)"
+        )
+    return xp.asarray(data)
 
 
 def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask: Any = None,
@@ -145,6 +164,10 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
         True marks a pair that is not allowed (torch's boolean convention).
     causal : bool
         Query i may attend to keys j <= i only.
+    xp : array module
+        The module of the inputs (``numpy``, the stand-in or CuPy); the mask is built on its
+        device. Host masks (NumPy arrays, lists) are copied there; a mask Tensor or array on
+        another device is a RuntimeError naming both devices.
 
     Returns
     -------
@@ -154,7 +177,7 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
     """
     keep = None
     if key_padding_mask is not None:
-        pad = _as_array(key_padding_mask, xp)
+        pad = _as_array(key_padding_mask, xp, who, "key_padding_mask")
         if pad.dtype != bool:
             raise TypeError(
                 f"{who}: key_padding_mask must be boolean (True = padding), got dtype "
@@ -167,7 +190,7 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
             )
         keep = ~pad[:, None, :]                                         # (N, 1, Tk)
     if attn_mask is not None:
-        am = _as_array(attn_mask, xp)
+        am = _as_array(attn_mask, xp, who, "attn_mask")
         if am.dtype != bool:
             raise TypeError(f"{who}: keep_mask takes a boolean attn_mask, got dtype {am.dtype}")
         if am.shape not in ((tq, tk), (n, tq, tk)):
@@ -185,9 +208,9 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
     return xp.broadcast_to(keep, (n,) + keep.shape[-2:]) if keep.ndim == 2 else keep
 
 
-def _split_float_mask(attn_mask: Any, xp: Any, dtype: Any) -> tuple[Any, Any]:
-    """A float attn_mask as (not-allowed boolean mask, finite additive part)."""
-    am = _as_array(attn_mask, xp)
+def _split_float_mask(am: Any, xp: Any, dtype: Any) -> tuple[Any, Any]:
+    """An attn_mask array of module ``xp`` as (not-allowed boolean mask, finite additive part
+    or None for a boolean mask)."""
     if am.dtype == bool:
         return am, None
     if not is_float_dtype(am.dtype):
@@ -232,11 +255,11 @@ def attend(scores: Tensor, values: Tensor, keep: Any = None, dropout: float = 0.
     return weights @ values, weights
 
 
-def _zero_padding(x: Tensor, key_padding_mask: Any, xp: Any) -> Tensor:
-    """x (N, Tk, D) with padded rows replaced by 0 (their gradient is exactly 0)."""
-    if key_padding_mask is None:
+def _zero_padding(x: Tensor, pad: Any) -> Tensor:
+    """x (N, Tk, D) with padded rows replaced by 0 (their gradient is exactly 0); ``pad`` is
+    the (N, Tk) padding mask on x's device, or None."""
+    if pad is None:
         return x
-    pad = _as_array(key_padding_mask, xp)
     return x.masked_fill(pad[..., None], 0.0)
 
 
@@ -418,6 +441,10 @@ class Attention(Module):
         attn_mask : bool array (Tq, Tk) or (N, Tq, Tk), optional
             **True marks a pair that is not allowed**, as torch's boolean ``attn_mask``. A
             float mask is added to the scores (``-inf`` = not allowed).
+
+        Both masks may be host arrays (NumPy, lists: copied to the inputs' device) or
+        Tensors/arrays on the inputs' device; one on another device raises a RuntimeError
+        naming both devices.
         causal : bool
             Query i attends to keys j <= i only (needs a query sequence).
 
@@ -429,6 +456,13 @@ class Attention(Module):
         keys = _check_float("Attention", "keys", keys)
         values = _check_float("Attention", "values", values)
         self._check_shapes(query, keys, values)
+        # masks given on the host are copied to the inputs' device once, here
+        xp = get_array_module(query.data)
+        pad = None
+        if key_padding_mask is not None:
+            pad = _as_array(key_padding_mask, xp, "Attention", "key_padding_mask")
+        if attn_mask is not None:
+            attn_mask = _as_array(attn_mask, xp, "Attention", "attn_mask")
         single = query.ndim == 2
         if single:
             if causal:
@@ -437,16 +471,15 @@ class Attention(Module):
                     f"single query of shape {query.shape}"
                 )
             query = query.unsqueeze(1)                                  # (N, 1, Dq)
-            if attn_mask is not None and np.ndim(_as_array(attn_mask, np)) == 1:
-                attn_mask = _as_array(attn_mask, np)[None, :]           # (1, Tk)
-        xp = get_array_module(query.data)
+            if attn_mask is not None and attn_mask.ndim == 1:
+                attn_mask = attn_mask[None, :]                          # (1, Tk)
         n, tq, tk = query.shape[0], query.shape[1], keys.shape[1]
         add = None
         if attn_mask is not None:
             attn_mask, add = _split_float_mask(attn_mask, xp, query.dtype)
-        keep = keep_mask(n, tq, tk, key_padding_mask, attn_mask, causal, xp, "Attention")
-        keys = _zero_padding(keys, key_padding_mask, xp)
-        values = _zero_padding(values, key_padding_mask, xp)
+        keep = keep_mask(n, tq, tk, pad, attn_mask, causal, xp, "Attention")
+        keys = _zero_padding(keys, pad)
+        values = _zero_padding(values, pad)
         s = self.scores(query, keys)                                    # (N, Tq, Tk)
         if add is not None:
             s = s + Tensor._wrap(add)
@@ -684,12 +717,18 @@ class MultiheadAttention(Module):
         key = _check_float(who, "key", key)
         value = _check_float(who, "value", value)
         batched = self._check_inputs(query, key, value)
+        # masks given on the host are copied to the inputs' device once, here
+        xp = get_array_module(query.data)
+        if key_padding_mask is not None:
+            key_padding_mask = _as_array(key_padding_mask, xp, who, "key_padding_mask")
+        if attn_mask is not None:
+            attn_mask = _as_array(attn_mask, xp, who, "attn_mask")
         if not batched:                                      # (L, E) -> (N=1, L, E)
             self_attn = query is key and key is value
             query = query.unsqueeze(0)
             key, value = (query, query) if self_attn else (key.unsqueeze(0), value.unsqueeze(0))
             if key_padding_mask is not None:
-                key_padding_mask = _as_array(key_padding_mask, np)[None]
+                key_padding_mask = key_padding_mask[None]
         elif not self.batch_first:                           # (L, N, E) -> (N, L, E)
             same_kv = key is value
             self_attn = query is key and same_kv
@@ -699,15 +738,14 @@ class MultiheadAttention(Module):
             else:
                 key = key.swapaxes(0, 1)
                 value = key if same_kv else value.swapaxes(0, 1)
-        xp = get_array_module(query.data)
         n, tgt, src = query.shape[0], query.shape[1], key.shape[1]
         keep, add = self._mask(n, tgt, src, key_padding_mask, attn_mask, is_causal, xp,
                                query.dtype)
         # padded key/value inputs are zeroed before the projections, so inf/NaN there reach
         # neither the outputs nor any gradient (their projected rows are then the biases,
         # which the softmax mask hides)
-        key = _zero_padding(key, key_padding_mask, xp)
-        value = _zero_padding(value, key_padding_mask, xp)
+        key = _zero_padding(key, key_padding_mask)
+        value = _zero_padding(value, key_padding_mask)
         q, k, v = self._projections(query, key, value)                  # (N, *, E)
         if self.bias_k is not None:
             k = cat([k, self.bias_k.broadcast_to((n, 1, self.embed_dim))], axis=1)

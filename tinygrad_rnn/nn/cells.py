@@ -6,6 +6,10 @@ exactly as written. The hand-derived backward of the same equations lives in
 :mod:`tinygrad_rnn.bptt`; both cite the numbered equations of docs/recurrent.md and the test
 suite proves them equal.
 
+Devices: a cell runs where its input and parameters are (move it with ``.to(device)``). The
+default zero state is created on the input's device; a state given as a host NumPy array is
+copied there (host to device), and a state Tensor on another device is an error naming both.
+
 Conventions (PyTorch's, so torch weights load unchanged): ``weight_ih`` (G*H, D),
 ``weight_hh`` (G*H, H), ``bias_ih`` and ``bias_hh`` (G*H,), with gate blocks stacked in the
 order r, z, n (GRU) and i, f, g, o (LSTM).
@@ -18,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT
+from ..backend import DEFAULT_FLOAT, get_array_module
 from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor, split
@@ -153,6 +157,11 @@ class _CellBase(Module):
                 f"{name}: expected input of shape (N, {self.input_size}) or "
                 f"({self.input_size},), got {x.shape}"
             )
+        if x.device != self.weight_ih.device:
+            raise RuntimeError(
+                f"{name}: the input is on {x.device} but the parameters are on "
+                f"{self.weight_ih.device}; move the input with .to() or the module with .to()"
+            )
         if x.dtype != self.weight_ih.dtype:
             raise TypeError(
                 f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
@@ -164,8 +173,8 @@ class _CellBase(Module):
     def _state(self, hx: Any, x: Tensor, unbatched: bool, what: str = "hx") -> Tensor:
         N = x.shape[0]
         if hx is None:
-            return Tensor(np.zeros((N, self.hidden_size), dtype=x.dtype))
-        hx = hx if isinstance(hx, Tensor) else Tensor(hx)
+            return zero_state((N, self.hidden_size), x)
+        hx = as_state(hx, x, f"{type(self).__name__}: {what}")
         # name the shapes the caller passed: (H,) state for an unbatched (D,) input
         want = (self.hidden_size,) if unbatched else (N, self.hidden_size)
         if hx.shape != want:
@@ -321,6 +330,29 @@ def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:
                 if isinstance(hx, (tuple, list)) else type(hx).__name__)
         raise TypeError(f"{name}: the state must be a pair (h_0, c_0) or None, got {what}")
     return hx[0], hx[1]
+
+
+def zero_state(shape: tuple, x: Tensor) -> Tensor:
+    """A zero state of ``shape`` in ``x``'s dtype, created directly on ``x``'s device."""
+    xp = get_array_module(x.data)
+    return Tensor(xp.zeros(shape, dtype=x.dtype))
+
+
+def as_state(hx: Any, x: Tensor, what: str) -> Tensor:
+    """A user-given state as a Tensor on ``x``'s device.
+
+    Host data (a NumPy array or list) is copied to the input's device, as constants are; a
+    Tensor or device array on another device raises a RuntimeError naming both devices
+    (moving it silently would hide a bug, and would cut its gradient)."""
+    if not isinstance(hx, Tensor):
+        xp = get_array_module(hx)
+        if xp is np:
+            return Tensor(hx, device=x.device)
+        hx = Tensor(hx)
+    if hx.device != x.device:
+        raise RuntimeError(f"{what} is on {hx.device} but the input is on {x.device}; move "
+                           f"one with .to({x.device!r}) or .to({hx.device!r})")
+    return hx
 
 
 def _as_tensor(x: Any) -> Tensor:

@@ -27,6 +27,12 @@ Padded steps carry the tag ``ignore_index`` (-100, as in torch) and get exactly 
 zero gradient (:func:`tinygrad_rnn.functional.cross_entropy`); :meth:`SequenceTagger.loss`
 also masks them by ``lengths``, whatever tag the padding holds.
 
+On a device (``model.to(device)``) ids, lengths, labels and tags are given as host arrays:
+the lengths are read on the host (they steer the recurrent layers), the ids are copied to the
+device by the embedding lookup and the targets by the loss; the masks built from the lengths
+are copied to the device once per batch. ``predict`` and :func:`accuracy` return host arrays
+and numbers (an explicit copy of the predictions).
+
 The generated tasks of :mod:`tinygrad_rnn.data.synthetic` (parity, balanced parentheses,
 repeated-token tagging) are small enough to train these models in seconds.
 """
@@ -37,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT
+from ..backend import DEFAULT_FLOAT, get_array_module
 from ..random import get_generator
 from ..tensor import Tensor
 from .layers import Dropout, Embedding, Linear
@@ -211,10 +217,11 @@ class SequenceClassifier(Module):
         if self.pooling == "mean":
             if lens is None:
                 return out.mean(axis=1)
+            xp = get_array_module(out.data)                      # host -> device copies
             mask = (np.arange(T)[None, :] < lens[:, None])       # (N, T)
-            mask = mask[:, :, None].astype(out.dtype)            # (N, T, 1)
+            mask = xp.asarray(mask[:, :, None].astype(out.dtype))    # (N, T, 1)
             total = (out * mask).sum(axis=1)                     # (N, dirs*H)
-            return total / lens[:, None].astype(out.dtype)
+            return total / xp.asarray(lens[:, None].astype(out.dtype))
         h_n = state[0] if isinstance(state, tuple) else state   # (layers*dirs, N, H)
         rnn = self.encoder.rnn
         if rnn.num_directions == 1:
@@ -304,13 +311,18 @@ class SequenceTagger(Module):
         ``lengths[n]`` and positions whose tag is ``ignore_index`` are left out."""
         logits = self(ids, lengths)                              # (N, T, C)
         N, T, C = logits.shape
-        y = np.array(tags.numpy() if isinstance(tags, Tensor) else tags, dtype=np.int64)
-        if y.shape != (N, T):
+        # host tags are copied (and edited) on the host; a tags Tensor stays on its device
+        y = tags if isinstance(tags, Tensor) else np.array(tags, dtype=np.int64)
+        if tuple(y.shape) != (N, T):
             raise ValueError(f"SequenceTagger.loss: tags must have shape {(N, T)} like the "
                              f"ids, got {y.shape}")
         if lengths is not None:
             lens = _lengths(lengths, N, T, "SequenceTagger")
-            y[np.arange(T)[None, :] >= lens[:, None]] = ignore_index
+            past_end = np.arange(T)[None, :] >= lens[:, None]   # (N, T)
+            if isinstance(y, Tensor):
+                y = y.masked_fill(past_end, ignore_index)
+            else:
+                y[past_end] = ignore_index
         return F.cross_entropy(logits.reshape(N * T, C), y.reshape(N * T),
                                ignore_index=ignore_index, reduction=reduction)
 

@@ -1,11 +1,20 @@
 """Weight initialisation, in place, with the names of ``torch.nn.init``.
 
 Every function writes into a :class:`~tinygrad_rnn.Tensor` (usually a
-:class:`~tinygrad_rnn.nn.Parameter`) or a NumPy array under ``no_grad``, keeps its dtype, and
+:class:`~tinygrad_rnn.nn.Parameter`) or a raw array under ``no_grad``, keeps its dtype, and
 returns it. Random values are drawn in float64 from ``generator`` (a seed, a
 ``numpy.random.Generator``, or ``None`` for the default generator that ``tr.manual_seed``
 resets) and then cast, so a float32 and a float64 model built from the same seed hold the same
 numbers up to rounding.
+
+Devices: the target may live on any device (a Parameter after ``Module.to``, or a raw device
+array). Random values are drawn on the host from the NumPy generator and copied to the
+target's device explicitly (``xp.asarray``), so a seed gives the same values on every device;
+:func:`orthogonal_` and :func:`orthogonal_blocks_` also run their QR factorisation on the
+host, for the same reason. Deterministic fills (:func:`constant_`, :func:`eye_`,
+:func:`set_forget_bias_`, :func:`scale_to_spectral_radius_`) work on the device directly.
+:func:`spectral_radius` copies the matrix to the host explicitly: CuPy has no general
+(non-symmetric) eigenvalue solver, and the matrix is small.
 
 Fans follow torch: for a weight of shape ``(out, in, *k)``, ``fan_in = in * prod(k)`` and
 ``fan_out = out * prod(k)``; a Linear weight ``(out_features, in_features)`` has
@@ -23,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import get_array_module, to_device
 from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor
@@ -57,12 +66,17 @@ def _write(t: Any, values: Any) -> Any:
     return t
 
 
-def _host(t: Any) -> np.ndarray:
-    """The values of a Tensor or array as a float64 NumPy array (a copy)."""
-    a = t.data if isinstance(t, Tensor) else t
-    if get_array_module(a) is not np:
-        a = a.get()
-    return np.array(a, dtype=np.float64, copy=True)
+def _raw(t: Any) -> Any:
+    """The array of a Tensor, or the array itself."""
+    return t.data if isinstance(t, Tensor) else t
+
+
+def _float64_copy(t: Any) -> Any:
+    """The values of a Tensor or array(-like) as a float64 copy on the same device."""
+    a = _raw(t)
+    if get_array_module(a) is np:
+        return np.array(a, dtype=np.float64, copy=True)
+    return a.astype(np.float64, copy=True)
 
 
 def _fans(shape: tuple, fn: str) -> tuple[int, int]:
@@ -128,7 +142,8 @@ def normal_(t: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) 
 
 def constant_(t: Any, val: float) -> Any:
     """Fill with ``val``."""
-    return _write(t, np.full(_shape(t), val, dtype=np.float64))
+    xp = get_array_module(_raw(t))
+    return _write(t, xp.full(_shape(t), val, dtype=np.float64))
 
 
 def zeros_(t: Any) -> Any:
@@ -146,7 +161,7 @@ def eye_(t: Any) -> Any:
     shape = _shape(t)
     if len(shape) != 2:
         raise ValueError(f"eye_: expected a 2-D tensor, got shape {shape}")
-    return _write(t, np.eye(shape[0], shape[1]))
+    return _write(t, get_array_module(_raw(t)).eye(shape[0], shape[1]))
 
 
 # ------------------------------------------------------------------------- scaled by fans
@@ -300,7 +315,7 @@ def set_forget_bias_(bias: Any, hidden_size: int, value: float = 1.0,
             f"({gate_order!r}) of hidden size {hidden_size}; expected shape {expected}"
         )
     k = gate_order.index("f")
-    values = _host(bias)
+    values = _float64_copy(bias)
     values[k * hidden_size:(k + 1) * hidden_size] = value
     return _write(bias, values)
 
@@ -310,8 +325,11 @@ def spectral_radius(w: Any) -> float:
 
     For a linear recurrence h_t = W h_{t-1}, gradients through T steps scale like rho(W)^T:
     they vanish when rho < 1 and can explode when rho > 1 (Pascanu, Mikolov and Bengio 2013).
+
+    A matrix on a device is copied to the host explicitly first: CuPy has no eigenvalue
+    solver for general (non-symmetric) matrices.
     """
-    a = _host(w)
+    a = to_device(_float64_copy(w), "cpu")
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"spectral_radius: expected a square matrix, got shape {a.shape}")
     if a.size == 0:
@@ -334,4 +352,4 @@ def scale_to_spectral_radius_(w: Any, rho: float) -> Any:
             "scale_to_spectral_radius_: the matrix has spectral radius 0 (nilpotent or zero), "
             "so no rescaling can give it another radius"
         )
-    return _write(w, _host(w) * (rho / current))
+    return _write(w, _float64_copy(w) * (rho / current))

@@ -9,6 +9,11 @@ Every layer that draws random numbers takes ``generator`` (an int seed, a
 ``tr.manual_seed``), and layers with weights take ``dtype`` (default float32). Initial values
 are drawn in float64 and cast, so a float32 and a float64 layer built from the same seed hold
 the same numbers up to rounding.
+
+Devices: layers are built on the host (initial values are drawn there, so a seed gives the
+same numbers whatever the device) and moved with ``.to(device)``. Embedding ids may be given
+on the host (a list or NumPy array, copied to the table's device) or as a Tensor on the
+table's device; Dropout masks are drawn on the host and copied to the input's device.
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, is_float_dtype
+from ..backend import DEFAULT_FLOAT, get_array_module, is_float_dtype
 from ..random import get_generator
 from ..tensor import Tensor
 from . import init
@@ -36,6 +41,14 @@ def _float_dtype(dtype: Any, layer: str) -> np.dtype:
     if not is_float_dtype(dt):
         raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dt}")
     return dt
+
+
+def _table_data(table: Any) -> Any:
+    """The raw array of a Tensor or array-like table, left on its device (host data as
+    NumPy)."""
+    if isinstance(table, Tensor):
+        return table.data
+    return table if get_array_module(table) is not np else np.asarray(table)
 
 
 def _dtype_note(dtype: np.dtype) -> str:
@@ -162,7 +175,7 @@ class Embedding(Module):
             if padding_idx is not None:
                 init.zeros_(self.weight.data[padding_idx])
         else:
-            data = _weight.data if isinstance(_weight, Tensor) else np.asarray(_weight)
+            data = _table_data(_weight)
             if tuple(data.shape) != (num_embeddings, embedding_dim):
                 raise ValueError(
                     f"Embedding: _weight has shape {tuple(data.shape)}, expected "
@@ -176,7 +189,7 @@ class Embedding(Module):
                         padding_idx: int | None = None) -> "Embedding":
         """An Embedding holding a copy of ``embeddings`` (V, E) in its dtype; with ``freeze``
         the weight does not require a gradient. The padding row is kept as given."""
-        data = embeddings.data if isinstance(embeddings, Tensor) else np.asarray(embeddings)
+        data = _table_data(embeddings)
         if data.ndim != 2:
             raise ValueError(
                 f"Embedding.from_pretrained: expected a 2-D (V, E) array, got shape "

@@ -17,6 +17,15 @@ iff t < lengths[n]; padded steps carry the state unchanged, give zero outputs, a
 neither the valid outputs, nor the final states, nor any gradient. The reverse direction of a
 bidirectional layer starts at each sequence's own last valid step.
 
+Devices: a layer runs where its parameters are (``.to(device)``); the input must be there
+too. Default initial states are created on that device; states given as host NumPy arrays
+are copied there, state Tensors on another device are an error naming both. ``lengths`` must
+be on the host (a list, a NumPy array or a CPU Tensor), as in PyTorch: they decide control
+flow and are validated there; the (T, N) step mask is built from them on the host and copied
+to the device once per call. Lengths on a device raise a TypeError (copy them explicitly with
+``.numpy()``). Dropout masks are drawn on the host from the layer's generator and copied, so
+a seed gives the same masks on every device.
+
 Per-step state gradients: set ``track_state_grads = True`` and after ``backward()``
 ``state_grads[(layer, direction)]`` holds dL/dh_t for every step as a (T, N, H) array (and
 dL/dc_t under key ``'c'`` for the LSTM): the total gradient reaching h_t, from the loss at t
@@ -31,11 +40,13 @@ import numpy as np
 
 from .. import bptt
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module
+from ..backend import DEFAULT_FLOAT, device_of, get_array_module
 from ..ops.base import Context, Function
 from ..random import get_generator
 from ..tensor import Tensor, stack, where
-from .cells import _lstm_state_pair, _set_forget_bias, gru_step, lstm_step, rnn_step
+from .cells import (
+    _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
+)
 from .module import Module, Parameter
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
@@ -54,8 +65,9 @@ class StateGradRecorder:
         self.grads: dict[tuple[int, int], dict[str, Any]] = {}
 
     def buffer(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
-               xp: Any = np) -> Any:
-        """The (T, N, H) buffer for ``key``/``name``, zeroed when first asked for."""
+               xp: Any) -> Any:
+        """The (T, N, H) buffer for ``key``/``name`` on ``xp``'s device, zeroed when first
+        asked for."""
         slot = self.grads.setdefault(key, {})
         if name not in slot:
             slot[name] = xp.zeros(shape, dtype=dtype)
@@ -123,15 +135,14 @@ class FusedRecurrent(Function):
 def _record_hook(recorder: StateGradRecorder, key: tuple, name: str, t: int,
                  shape: tuple, dtype: Any, rows: Any = None) -> Any:
     """A hook that writes the gradient it sees into the (T, N, H) buffer at step t; only the
-    batch rows selected by the boolean (N,) ``rows`` when it is given."""
+    batch rows selected by the boolean (N,) ``rows`` (on the gradient's device) when it is
+    given."""
     def hook(grad: Any) -> None:
-        xp = get_array_module(grad)
-        buf = recorder.buffer(key, name, shape, dtype, xp)
+        buf = recorder.buffer(key, name, shape, dtype, get_array_module(grad))
         if rows is None:
             buf[t] = grad
         else:
-            sel = xp.asarray(rows)
-            buf[t][sel] = grad[sel]
+            buf[t][rows] = grad[rows]
     return hook
 
 
@@ -221,6 +232,11 @@ class RNNBase(Module):
                 f"expected input_size={self.input_size}"
             )
         pdtype = self.weight_ih_l0.dtype
+        if x.device != self.weight_ih_l0.device:
+            raise RuntimeError(
+                f"{name}: the input is on {x.device} but the parameters are on "
+                f"{self.weight_ih_l0.device}; move the input with .to() or the module with .to()"
+            )
         if x.dtype != pdtype:
             raise TypeError(
                 f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
@@ -233,12 +249,14 @@ class RNNBase(Module):
             x = x.transpose(1, 0, 2)
         return x, unbatched  # (T, N, D)
 
-    def _initial(self, hx: Any, N: int, dtype: Any, unbatched: bool, what: str) -> Tensor:
+    def _initial(self, hx: Any, x: Tensor, unbatched: bool, what: str) -> Tensor:
+        """The (L, N, H) initial state on ``x``'s device: zeros, or ``hx`` checked."""
         L = self.num_layers * self.num_directions
+        N, dtype = x.shape[1], x.dtype
         shape = (L, N, self.hidden_size)
         if hx is None:
-            return Tensor(np.zeros(shape, dtype=dtype))
-        hx = hx if isinstance(hx, Tensor) else Tensor(hx)
+            return zero_state(shape, x)
+        hx = as_state(hx, x, f"{type(self).__name__}: {what}")
         if unbatched and hx.ndim == 2:
             if hx.shape != (L, self.hidden_size):
                 raise ValueError(
@@ -257,11 +275,19 @@ class RNNBase(Module):
                             f"the parameters' dtype {dtype}")
         return hx
 
-    def _lengths(self, lengths: Any, T: int, N: int) -> Any:
+    def _lengths(self, lengths: Any, T: int, N: int) -> np.ndarray | None:
+        """``lengths`` validated, as a host NumPy array (None stays None)."""
         if lengths is None:
             return None
-        arr = np.asarray(lengths.numpy() if isinstance(lengths, Tensor) else lengths)
         name = type(self).__name__
+        raw = lengths.data if isinstance(lengths, Tensor) else lengths
+        if get_array_module(raw) is not np:
+            raise TypeError(
+                f"{name}: lengths must be on the host (a list, NumPy array or CPU Tensor), as "
+                f"in PyTorch, but they are on {device_of(raw)}; copy them explicitly with "
+                f".numpy() (they decide which steps run, so they are read on the host)"
+            )
+        arr = np.asarray(raw)
         if arr.shape != (N,) or arr.dtype.kind not in "iu":
             raise ValueError(f"{name}: lengths must be an integer array of shape ({N},), got "
                              f"shape {arr.shape} and dtype {arr.dtype}")
@@ -276,19 +302,22 @@ class RNNBase(Module):
         x = input if isinstance(input, Tensor) else Tensor(input)
         x, unbatched = self._check_input(x)
         T, N = x.shape[0], x.shape[1]
-        dtype = x.dtype
         lens = self._lengths(lengths, T, N)
-        if lens is not None and bool((lens < T).any()):
-            # Padded steps are never read: select 0 there (a select, not a 0/1 multiply), so
-            # that padding holding NaN or inf reaches neither the input GEMM nor any gradient
-            valid = np.arange(T)[:, None] < lens[None, :]  # (T, N)
-            x = where(valid[:, :, None], x, 0.0)
+        valid = None
+        if lens is not None:
+            # (T, N) step mask, built on the host and copied to the input's device once
+            valid = get_array_module(x.data).asarray(np.arange(T)[:, None] < lens[None, :])
+            if bool((lens < T).any()):
+                # Padded steps are never read: select 0 there (a select, not a 0/1
+                # multiply), so padding holding NaN or inf reaches neither the input GEMM
+                # nor any gradient
+                x = where(valid[:, :, None], x, 0.0)
         if self.mode == "LSTM":
             h0_all, c0_all = _lstm_state_pair(type(self).__name__, hx)
-            h0_all = self._initial(h0_all, N, dtype, unbatched, "h_0")
-            c0_all = self._initial(c0_all, N, dtype, unbatched, "c_0")
+            h0_all = self._initial(h0_all, x, unbatched, "h_0")
+            c0_all = self._initial(c0_all, x, unbatched, "c_0")
         else:
-            h0_all = self._initial(hx, N, dtype, unbatched, "hx")
+            h0_all = self._initial(hx, x, unbatched, "hx")
             c0_all = None
         recorder = StateGradRecorder() if self.track_state_grads else None
         self.state_grads = recorder.grads if recorder is not None else {}
@@ -303,9 +332,14 @@ class RNNBase(Module):
                 idx = layer * self.num_directions + direction
                 h0 = h0_all[idx]
                 c0 = c0_all[idx] if c0_all is not None else None
-                run = self._run_fused if self.engine == "fused" else self._run_autograd
-                hs, hT, cT = run(layer_input, h0, c0, self._params(layer, direction), lens,
-                                 bool(direction), recorder, (layer, direction))
+                params = self._params(layer, direction)
+                if self.engine == "fused":
+                    hs, hT, cT = self._run_fused(layer_input, h0, c0, params, lens,
+                                                 bool(direction), recorder, (layer, direction))
+                else:
+                    hs, hT, cT = self._run_autograd(layer_input, h0, c0, params, valid,
+                                                    bool(direction), recorder,
+                                                    (layer, direction))
                 outs.append(hs)
                 h_n.append(hT)
                 if cT is not None:
@@ -326,7 +360,9 @@ class RNNBase(Module):
         return output, h_n_t
 
     def _run_fused(self, x: Tensor, h0: Tensor, c0: Tensor | None, params: dict,
-                   lengths: Any, reverse: bool, recorder: Any, key: tuple) -> tuple:
+                   lengths: np.ndarray | None, reverse: bool, recorder: Any,
+                   key: tuple) -> tuple:
+        """One layer and direction as one :class:`FusedRecurrent` op (host ``lengths``)."""
         names = ["x", "h0"] + (["c0"] if c0 is not None else []) + list(params)
         inputs = [x, h0] + ([c0] if c0 is not None else []) + list(params.values())
         options = {"nonlinearity": self.nonlinearity, "reset": self.reset,
@@ -339,14 +375,14 @@ class RNNBase(Module):
         return outs[0], outs[1], None
 
     def _run_autograd(self, x: Tensor, h0: Tensor, c0: Tensor | None, params: dict,
-                      lengths: Any, reverse: bool, recorder: Any, key: tuple) -> tuple:
+                      valid: Any, reverse: bool, recorder: Any, key: tuple) -> tuple:
+        """One layer and direction step by step with the cells' step functions; ``valid`` is
+        the (T, N) boolean step mask on the input's device, or None."""
         T, N = x.shape[0], x.shape[1]
         H = self.hidden_size
+        xp = get_array_module(x.data)
         xw = F.linear(x, params["weight_ih"], params.get("bias_ih"))  # (T, N, G*H), one GEMM
         w_hh, b_hh = params["weight_hh"], params.get("bias_hh")
-        valid = None
-        if lengths is not None:
-            valid = np.arange(T)[:, None] < lengths[None, :]  # (T, N)
         h, c = h0, c0
         outs: list[Any] = [None] * T
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
@@ -377,13 +413,13 @@ class RNNBase(Module):
                     c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype,
                                                  rows=~valid[t]))
         if T == 0:
-            hs = Tensor(np.zeros((0, N, H), dtype=x.dtype))
+            hs = Tensor(xp.zeros((0, N, H), dtype=x.dtype))
             h = h0 * 1.0
             c = c0 * 1.0 if c0 is not None else None
             if recorder is not None:  # no step, no hook: record the empty (0, N, H) arrays
-                recorder.buffer(key, "h", (0, N, H), x.dtype)
+                recorder.buffer(key, "h", (0, N, H), x.dtype, xp)
                 if c is not None:
-                    recorder.buffer(key, "c", (0, N, H), x.dtype)
+                    recorder.buffer(key, "c", (0, N, H), x.dtype, xp)
         else:
             hs = stack(outs, axis=0)
         return hs, h, c

@@ -36,6 +36,16 @@ logits) with probability ``1 - ratio``, drawn from a seeded generator.
 Step-by-step decoding (greedy, sampling, beam search: :mod:`tinygrad_rnn.decoding`) uses the
 same three methods as the training loop: :meth:`Seq2Seq.encode`,
 :meth:`Seq2Seq.decode_step` and :meth:`Seq2Seq.reorder`.
+
+Devices
+-------
+After ``model.to(device)`` everything runs on the parameters' device. Source ids, lengths and
+``tgt_in`` are read on the host (they drive shapes and checks; Tensors of them are copied there
+explicitly with ``.numpy()``), so pass them as host arrays: the embedding lookups copy the ids
+to the device, the padding mask is built on the host and copied to the device once per batch
+(:meth:`Seq2Seq.encode`), and :meth:`Seq2Seq.loss` copies host targets (a target Tensor on the
+model's device is used where it is). Otherwise the only device -> host copy is scheduled
+sampling's: the N predicted ids of each step, which are fed back as the next inputs.
 """
 from __future__ import annotations
 
@@ -45,9 +55,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT
+from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
-from ..tensor import Tensor, cat, stack
+from ..tensor import Tensor, cat, stack, zeros
 from .attention import Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
 from .layers import Embedding, Linear, _float_dtype
@@ -73,14 +83,14 @@ class Memory(NamedTuple):
         (computed once per sentence instead of once per decoder step, as Bahdanau et al.
         suggest); or their projection to the decoder size for Luong's 'dot' score.
     padding : bool array (N, S)
-        True at padded source positions.
+        True at padded source positions; on the model's device.
     summary : Tensor (N, E)
         The fixed context c = [h_fwd; h_bwd] of the non-attention decoders.
     """
 
     outputs: Tensor
     keys: Tensor
-    padding: np.ndarray
+    padding: Any
     summary: Tensor
 
 
@@ -93,11 +103,14 @@ class DecoderState(NamedTuple):
     feed: Tensor | None
 
 
-def _rows(x: Any, index: np.ndarray) -> Any:
-    """Rows ``index`` of a Tensor or array (None passes through)."""
+def _rows(x: Any, index: Any) -> Any:
+    """Rows ``index`` of a Tensor or array (None passes through); a host index is copied to
+    the device of ``x``."""
     if x is None:
         return None
-    return x[index]
+    if isinstance(x, Tensor):
+        return x[index]
+    return x[get_array_module(x).asarray(index)]
 
 
 def teacher_forcing_schedule(step: int, total_steps: int, kind: str = "linear",
@@ -284,8 +297,10 @@ class Seq2Seq(Module):
         if lens.shape != (N,) or bool((lens < 1).any()) or bool((lens > S).any()):
             raise ValueError(f"Seq2Seq: src_lengths must be (N,) = ({N},) integers in "
                              f"[1, {S}], got {lens.tolist()}")
-        padding = np.arange(S)[None, :] >= lens[:, None]                    # (N, S)
         x = self.src_embed(ids)                                             # (N, S, D)
+        # the padding mask is built on the host and copied to the model's device once
+        xp = get_array_module(x.data)
+        padding = xp.asarray(np.arange(S)[None, :] >= lens[:, None])        # (N, S)
         out, hn = self.encoder(x, lengths=lens)                             # (N, S, E)
         if self.cell == "lstm":
             hn, cn = hn
@@ -297,7 +312,7 @@ class Seq2Seq(Module):
             c0 = self.bridge_c(csum).tanh()
         feed = None
         if self.decoder == "luong":
-            feed = Tensor(np.zeros((N, self.hidden), dtype=out.dtype))
+            feed = zeros(N, self.hidden, dtype=out.dtype, device=out.device)
         keys = out
         if "key_proj" in self._modules:
             keys = self.key_proj(out)
@@ -332,7 +347,8 @@ class Seq2Seq(Module):
         Parameters
         ----------
         prev : int array (N,)
-            The previous target token (BOS at the first step).
+            The previous target token (BOS at the first step): host ids (copied to the
+            device by the embedding lookup), or ids already on the model's device.
         state : DecoderState
         memory : Memory
 
@@ -340,7 +356,7 @@ class Seq2Seq(Module):
         -------
         (logits (N, V), next state, attention weights (N, S) or None)
         """
-        y = self.tgt_embed(np.asarray(prev))                                # (N, D)
+        y = self.tgt_embed(prev)                                            # (N, D)
         weights = None
         feed = None
         if self.decoder == "init":
@@ -364,8 +380,11 @@ class Seq2Seq(Module):
     @staticmethod
     def reorder(state_or_memory: Any, index: Any) -> Any:
         """Rows ``index`` of a :class:`DecoderState` or :class:`Memory` (beam search uses it to
-        expand a sentence into beams and to follow back-pointers)."""
-        idx = np.asarray(index, dtype=np.int64)
+        expand a sentence into beams and to follow back-pointers). ``index`` is a host int
+        array (copied to the device) or an int array or Tensor on the model's device."""
+        idx = index.data if isinstance(index, Tensor) else index
+        if get_array_module(idx) is np:
+            idx = np.asarray(idx, dtype=np.int64)
         return type(state_or_memory)(*(_rows(x, idx) for x in state_or_memory))
 
     # ------------------------------------------------------------------ training
@@ -411,7 +430,9 @@ class Seq2Seq(Module):
                 prev = tgt[:, t]
                 if rng is not None:
                     own = rng.random(N) >= teacher_forcing_ratio                # (N,) bool
-                    pred = np.argmax(logits_t[-1].numpy(), axis=-1)
+                    # the one device -> host copy of a step: the N predicted ids, fed back
+                    z = logits_t[-1].data                                       # (N, V)
+                    pred = to_device(get_array_module(z).argmax(z, axis=-1), "cpu")
                     prev = np.where(own, pred, prev)
             logits, state, weights = self.decode_step(prev, state, memory)
             logits_t.append(logits)
@@ -427,8 +448,8 @@ class Seq2Seq(Module):
         padding ignored (``ignore_index=pad_id``)."""
         logits, _ = self.forward(src, src_lengths, tgt_in, teacher_forcing_ratio, generator)
         N, T, V = logits.shape
-        target = np.asarray(tgt_out.numpy() if isinstance(tgt_out, Tensor) else tgt_out)
-        if target.shape != (N, T):
+        target = tgt_out if isinstance(tgt_out, Tensor) else np.asarray(tgt_out)
+        if tuple(target.shape) != (N, T):
             raise ValueError(f"Seq2Seq: tgt_out of shape {target.shape} does not match "
                              f"tgt_in of shape {(N, T)}")
         return F.cross_entropy(logits.reshape(N * T, V), target.reshape(-1),
