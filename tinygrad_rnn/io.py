@@ -11,6 +11,15 @@ So a model's ``state_dict()`` and nested objects such as an optimizer's state di
 keys, hyperparameters, lists of parameter indices, ``None``) round-trip exactly:
 ``load(save(x))`` equals ``x``, arrays bit for bit (NaN payloads and -0.0 included).
 
+Devices
+-------
+A checkpoint holds host arrays only. :func:`save` copies device data (Tensors and arrays on
+a GPU or the stand-in) to the host explicitly, before the file system is touched;
+:func:`load` returns NumPy arrays. To restore a model on a device, load into the module
+(``model.to('cuda'); model.load_state_dict(tr.load(path))`` copies every value to the
+parameter's device) or the optimizer (``opt.load_state_dict(...)`` does the same for its
+state), whichever device the checkpoint was saved from.
+
 Safety
 ------
 * **No code runs on load.** Nothing is unpickled: the file must be a zip archive (a pickle,
@@ -48,7 +57,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .backend import get_array_module
+from .backend import get_array_module, to_device
 
 __all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -67,12 +76,13 @@ def _where(path: tuple) -> str:
 
 
 def _as_numpy(value: Any, path: tuple) -> np.ndarray | np.generic | None:
-    """The NumPy array behind ``value`` (an ndarray, NumPy scalar, Tensor or device array),
-    or None when ``value`` is not array-like."""
+    """The NumPy array behind ``value`` (an ndarray, NumPy scalar, Tensor or device array,
+    the last two copied from a device to the host), or None when ``value`` is not
+    array-like."""
     if isinstance(value, (np.ndarray, np.generic)):
         return value
-    if get_array_module(value) is not np:  # a device (CuPy) array
-        return value.get()
+    if get_array_module(value) is not np:  # a device array (CuPy, the stand-in)
+        return to_device(value, "cpu")
     numpy_method = getattr(type(value), "numpy", None)
     if callable(numpy_method):  # a Tensor (ours; also torch's, when it needs no grad)
         try:
@@ -204,9 +214,10 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike, compress: bool = False
     Parameters
     ----------
     obj : mapping
-        Top-level keys are str. Values are NumPy arrays or Tensors of numeric or boolean dtype
-        (Tensors are saved as arrays), or nested dicts (str or int keys), lists and tuples of
-        such values and of Python scalars, strings and None.
+        Top-level keys are str. Values are NumPy arrays, device arrays or Tensors (on any
+        device) of numeric or boolean dtype, all saved as host arrays, or nested dicts (str
+        or int keys), lists and tuples of such values and of Python scalars, strings and
+        None.
     path : str or path-like
         Written exactly under this name (no suffix is added; ``.npz`` is conventional).
     compress : bool
@@ -360,10 +371,10 @@ def _check_header(path: str) -> None:
 def load(path: str | os.PathLike) -> Any:
     """Read a checkpoint written by :func:`save`; returns the saved object.
 
-    Arrays come back as NumPy arrays with the saved dtype, shape and bytes (Tensors were
-    saved as arrays); dicts come back in the saved key order and type (``dict`` or
-    ``OrderedDict``, as ``state_dict()`` returns), tuples as tuples. Load a model with
-    ``model.load_state_dict(tr.load(path))``.
+    Arrays come back as NumPy (host) arrays with the saved dtype, shape and bytes (Tensors
+    and device arrays were saved as host arrays); dicts come back in the saved key order
+    and type (``dict`` or ``OrderedDict``, as ``state_dict()`` returns), tuples as tuples.
+    Load a model with ``model.load_state_dict(tr.load(path))``, on any device.
 
     Raises
     ------

@@ -1,6 +1,11 @@
 """Seeding. Every random choice in tinygrad_rnn takes a seed or a ``numpy.random.Generator``;
 when neither is given it draws from one module-level generator that :func:`manual_seed`
-resets, so a whole program is reproducible from one seed."""
+resets, so a whole program is reproducible from one seed.
+
+Random numbers are always drawn on the host, from these NumPy generators, whatever the
+device of the data they are used with (dropout masks, initial weights, sampling); a layer
+on a GPU copies them there with its array module's ``asarray``. So one seed gives the same
+numbers, and the same results, on every device."""
 from __future__ import annotations
 
 from typing import Any

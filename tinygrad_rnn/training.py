@@ -3,11 +3,28 @@ minibatch tasks (:func:`fit`) and for long streams under a truncation schedule
 (:func:`train_stream`). Both show a tqdm progress bar, call a callback after every update,
 optionally clip the gradient norm and record gradient norms in a
 :class:`~tinygrad_rnn.monitor.GradientMonitor`.
+
+Devices
+-------
+Both loops run wherever the optimizer's parameters are (``model.to('cuda')`` before making
+the optimizer, or after: the optimizer's state follows its parameters). Host data reaches
+the device explicitly:
+
+* :func:`fit` never sees the batches: ``step_fn`` makes each one and puts it on the model's
+  device itself, e.g. ``tr.tensor(x_batch, device=model.device)`` (targets given to the
+  losses as NumPy arrays are copied to the device by the loss);
+* :func:`train_stream` copies a stream given on the host (a NumPy array or a CPU Tensor) to
+  the parameters' device once, before the first window.
+
+Clipping stays on the device. The one device-to-host copy per update is the loss value
+(``loss.item()``), which the history, the progress bar and the callback need as a number.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import numpy as np
 
 from .bptt.truncation import Truncation, Window, run_truncated, windows
 from .tensor import Tensor
@@ -97,6 +114,24 @@ class _Updater:
             raise _Stop
 
 
+def _stream_on_device(x: Any, params: list) -> Tensor:
+    """The stream ``x`` as a Tensor on the parameters' device (one explicit host-to-device
+    copy when it is on the host); a RuntimeError names both devices otherwise."""
+    devices = sorted({p.device for p in params})
+    if len(devices) > 1:
+        raise RuntimeError(f"train_stream: the parameters are on several devices {devices}; "
+                           f"move the model to one device first (Module.to)")
+    device = devices[0] if devices else "cpu"
+    if isinstance(x, np.ndarray):
+        return Tensor(x, device=device)
+    if x.device == device:
+        return x
+    if x.device != "cpu":
+        raise RuntimeError(f"train_stream: the stream is on {x.device} but the parameters are "
+                           f"on {device}; move one of them with .to()")
+    return x.to(device)
+
+
 def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
         clip: float | None = None, monitor: Any = None,
         callback: Callable[[int, float], None] | None = None,
@@ -107,7 +142,10 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     then backward, optional clipping to ``clip``, monitor, ``optimizer.step()`` and
     ``zero_grad()``. Every ``val_every`` updates ``validate()`` is called; with ``patience``
     set, training stops once the validation loss has not improved by ``tol`` for that many
-    validations."""
+    validations.
+
+    ``step_fn`` puts its batch on the model's device (see the module docstring); ``fit``
+    copies nothing between devices except each loss value, read back as a Python float."""
     result = TrainResult()
     params = [p for g in optimizer.param_groups for p in g["params"]]
     stopper = EarlyStopping(patience, tol) if patience else None
@@ -135,9 +173,13 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
     """Train on a long stream ``x`` with a truncation schedule (stateful TBPTT): the hidden
     state is carried across windows (detached) and reset to ``state`` at each epoch. One
     optimizer update per window; see :func:`tinygrad_rnn.bptt.truncation.run_truncated` for
-    ``forward`` and ``loss_fn``."""
+    ``forward`` and ``loss_fn``.
+
+    ``x`` (a Tensor or a NumPy array) is copied to the parameters' device once, before the
+    first window, when it is on the host; a stream on another device is an error."""
     result = TrainResult()
     params = [p for g in optimizer.param_groups for p in g["params"]]
+    x = _stream_on_device(x, params)
     stopper = EarlyStopping(patience, tol) if patience else None
     per_epoch = len(windows(x.shape[time_axis], schedule))
     with _progress(per_epoch * epochs, desc, progress) as bar:

@@ -33,7 +33,9 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
-from ..backend import get_array_module, is_float_dtype, module_for_device, normalize_device, to_device
+from ..backend import (
+    get_array_module, is_float_dtype, module_for_device, normalize_device, to_device,
+)
 from ..engine import no_grad
 from ..tensor import Tensor
 
@@ -72,7 +74,8 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Parameter(")
         flag = ", requires_grad=True" if self.requires_grad else ", requires_grad=False"
-        return f"Parameter({body}, dtype={self.dtype}{flag})"
+        where = f", device={self.device!r}" if self.device != "cpu" else ""
+        return f"Parameter({body}, dtype={self.dtype}{where}{flag})"
 
 
 class IncompatibleKeys(NamedTuple):
@@ -329,9 +332,12 @@ class Module:
     def state_dict(self, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Any]":
         """Parameters and persistent buffers by dotted key, as NumPy array copies.
 
-        The keys are exactly those of the torch module with the same layout. As in torch, a
-        parameter shared by two sub-modules appears under both keys. With ``keep_vars=True``
-        the values are the Parameter/buffer tensors themselves (no copy).
+        The copies are on the host whatever the module's device (for a module on a GPU each
+        value is an explicit device-to-host copy), so a state dict can be saved, compared or
+        loaded into a module on any device. The keys are exactly those of the torch module
+        with the same layout. As in torch, a parameter shared by two sub-modules appears
+        under both keys. With ``keep_vars=True`` the values are the Parameter/buffer tensors
+        themselves (no copy, on the module's device).
         """
         out: OrderedDict[str, Any] = OrderedDict()
         for mod_prefix, module in self.named_modules(prefix=prefix):
@@ -348,9 +354,10 @@ class Module:
                         strict: bool = True) -> IncompatibleKeys:
         """Copy values from ``state_dict`` into this module's parameters and buffers.
 
-        Values (NumPy arrays or Tensors) are copied into the existing arrays, converted to each
-        parameter's dtype: the Parameter objects stay the same objects and keep their dtype
-        (float64 values loaded into a float32 model stay float32). Every check runs before
+        Values (NumPy arrays, device arrays or Tensors, on any device) are copied into the
+        existing arrays, on each parameter's device and converted to its dtype: the Parameter
+        objects stay the same objects and keep their device and dtype (float64 host values
+        loaded into a float32 model on a GPU become float32 on the GPU). Every check runs before
         anything is copied, so a failed load leaves the module untouched.
 
         Parameters
@@ -415,8 +422,9 @@ class Module:
             )
         with no_grad():
             for target, value in updates:
-                xp = get_array_module(target.data)
-                target.copy_(xp.asarray(value))  # casts to the target's dtype; bumps version
+                # copy_ copies the value to the target's device (an explicit copy, from the
+                # host or from another device), casts it to the target's dtype, bumps version
+                target.copy_(value)
         return IncompatibleKeys(missing, unexpected)
 
     # ---------------------------------------------------------------- modes and dtypes
@@ -451,10 +459,12 @@ class Module:
 
         ``to('cuda')``, ``to('standin')``, ``to('cpu')``, ``to(np.float64)``,
         ``to('cuda', np.float32)``, ``to(device=..., dtype=...)``. The Parameter objects stay
-        the same objects (an optimizer holding them stays valid; its state moves on its next
-        ``load_state_dict`` or is created on the new device at its next step); gradients move
-        and convert too. Only floating-point tensors change dtype; integer and boolean
-        buffers keep theirs. A move is an explicit copy (``backend.to_device``).
+        the same objects, so an optimizer holding them stays valid (its state follows them to
+        the new device and dtype at its next ``step()``); gradients move and convert too.
+        Only floating-point tensors change dtype; integer and boolean buffers keep theirs. A
+        move is an explicit copy (``backend.to_device``). Every argument is checked before
+        anything moves: an unknown device, or ``'cuda'`` without CuPy or without a GPU
+        (the RuntimeError says which), leaves the module as it was.
         """
         for a in args:
             if isinstance(a, str):
@@ -543,10 +553,10 @@ class Module:
 
 
 def _host_copy(a: Any) -> np.ndarray:
-    """A NumPy copy of a backend array."""
+    """A NumPy copy of a backend array (an explicit device-to-host copy for device data)."""
     if get_array_module(a) is np:
         return np.array(a, copy=True)
-    return a.get()
+    return to_device(a, "cpu")
 
 
 def _value_array(key: str, value: Any) -> Any:

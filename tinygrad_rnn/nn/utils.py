@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..backend import DEFAULT_FLOAT, get_array_module, result_float_dtype
+from ..backend import DEFAULT_FLOAT, device_of, get_array_module, result_float_dtype
 from ..engine import no_grad
 from ..tensor import Tensor, cat
 
@@ -56,7 +56,19 @@ def _norm_order(norm_type: Any) -> float:
     return p
 
 
-def _total_norm_float64(arrays: list[Any], p: float) -> float:
+def _array_module_of(arrays: list[Any], what: str) -> Any:
+    """The array module of ``arrays`` (NumPy for none); a RuntimeError naming the devices
+    when the arrays are spread over several."""
+    devices = {device_of(a) for a in arrays}
+    if len(devices) > 1:
+        raise RuntimeError(
+            f"{what}: the gradients are on several devices ({', '.join(sorted(devices))}); "
+            f"move the parameters to one device first (Module.to)"
+        )
+    return get_array_module(*arrays)
+
+
+def _total_norm_float64(arrays: list[Any], p: float, xp: Any) -> Any:
     """The p-norm of all ``arrays`` seen as one vector, accumulated in float64.
 
     ``(sum_i sum_j |a_ij|^p)^(1/p)``, or ``max_ij |a_ij|`` for p = inf. The entries are
@@ -64,28 +76,40 @@ def _total_norm_float64(arrays: list[Any], p: float) -> float:
     ``m * ||a / m||_p``), so tiny float64 gradients do not underflow to a zero norm and huge
     ones do not overflow to inf. NaN or inf entries give a NaN or inf result (without NumPy
     warnings); empty arrays count as zeros.
+
+    Returns a 0-d float64 array of ``xp`` on the arrays' device. Nothing is read back to the
+    host: the special cases (m = 0, inf or NaN) are selected with ``xp.where`` instead of an
+    ``if``, so on a GPU the norm costs no synchronisation.
     """
     nonempty = [a for a in arrays if a.size > 0]
     if not nonempty:
-        return 0.0
-    xp = get_array_module(*nonempty)
+        return xp.zeros((), dtype=np.float64)
     maxima = xp.stack([xp.max(xp.abs(a)).astype(np.float64) for a in nonempty])
-    largest = float(xp.max(maxima))           # NaN if any entry is NaN
-    if math.isinf(p) or largest == 0.0 or not math.isfinite(largest):
+    largest = xp.max(maxima)                                   # m (NaN if any entry is NaN)
+    if math.isinf(p):
         return largest
+    rescale = xp.isfinite(largest) & (largest > 0)             # else the norm is m itself
+    divisor = xp.where(rescale, largest, 1.0)
     sums = []
-    for a in nonempty:
-        scaled = a.astype(np.float64)                          # a copy we own
-        xp.abs(scaled, out=scaled)
-        scaled /= largest                                      # entries in [0, 1]
-        if p == 2.0:
-            sums.append(xp.sum(scaled * scaled))               # ||a / m||_2^2
-        elif p == 1.0:
-            sums.append(xp.sum(scaled))
-        else:
-            sums.append(xp.sum(scaled ** p))                   # ||a / m||_p^p
-    total = float(xp.sum(xp.stack(sums)))
-    return largest * (math.sqrt(total) if p == 2.0 else total ** (1.0 / p))
+    # when m is inf the sums below are computed unscaled and may overflow; they are then
+    # discarded by the final where, so the overflow warning is noise
+    with np.errstate(over="ignore"):
+        for a in nonempty:
+            scaled = a.astype(np.float64)                      # a copy we own
+            xp.abs(scaled, out=scaled)
+            scaled /= divisor                                  # entries in [0, 1]
+            if p == 2.0:
+                sums.append(xp.sum(scaled * scaled))           # ||a / m||_2^2
+            elif p == 1.0:
+                sums.append(xp.sum(scaled))
+            else:
+                sums.append(xp.sum(scaled ** p))               # ||a / m||_p^p
+        total = xp.sum(xp.stack(sums))
+        # xp.power, not **: on the CPU ``total`` is a NumPy scalar, whose ** (libm's pow)
+        # can differ by an ulp from the ufunc loop that 0-d device arrays (and the stand-in)
+        # use
+        root = xp.sqrt(total) if p == 2.0 else xp.power(total, 1.0 / p)
+        return xp.where(rescale, largest * root, largest)
 
 
 def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,
@@ -100,46 +124,50 @@ def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,
     Parameters
     ----------
     tensors : array or Tensor, or an iterable of them
-        Usually gradients (``[p.grad for p in params]``).
+        Usually gradients (``[p.grad for p in params]``), all on one device.
     norm_type : float or 'inf'
         p > 0, or ``inf`` for the max norm (default 2).
     error_if_nonfinite : bool
-        Raise ``RuntimeError`` when the norm is NaN or infinite.
+        Raise ``RuntimeError`` when the norm is NaN or infinite (this reads the norm back
+        to the host: one synchronisation on a GPU).
     foreach : None
         Accepted for torch compatibility; ignored.
 
     Returns
     -------
     Tensor
-        0-d, in the inputs' float dtype (float32 for float32 gradients, as torch), computed
-        in float64 whatever that dtype. A float32 0 when there are no tensors.
+        0-d, on the inputs' device, in their float dtype (float32 for float32 gradients, as
+        torch), computed in float64 whatever that dtype. A float32 0 on the CPU when there
+        are no tensors.
     """
     if isinstance(tensors, Tensor) or hasattr(tensors, "shape"):
         tensors = [tensors]
     arrays = [t.data if isinstance(t, Tensor) else t for t in tensors]
-    total = _checked_total_norm(arrays, norm_type, error_if_nonfinite)
+    xp = _array_module_of(arrays, "get_total_norm")
+    total = _checked_total_norm(arrays, norm_type, error_if_nonfinite, xp)
     return _norm_tensor(total, arrays)
 
 
-def _checked_total_norm(arrays: list[Any], norm_type: Any, error_if_nonfinite: bool) -> float:
+def _checked_total_norm(arrays: list[Any], norm_type: Any, error_if_nonfinite: bool,
+                        xp: Any) -> Any:
+    """The float64 total norm (0-d, on the arrays' device), checked for NaN/inf on request."""
     p = _norm_order(norm_type)
-    total = _total_norm_float64(arrays, p)
-    if error_if_nonfinite and not math.isfinite(total):
+    total = _total_norm_float64(arrays, p, xp)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):    # the one explicit read-back
         raise RuntimeError(
-            f"The total norm of order {p} of the gradients is non-finite ({total}), so it "
-            f"cannot be clipped. To scale the gradients by it anyway, pass "
+            f"The total norm of order {p} of the gradients is non-finite ({float(total)}), "
+            f"so it cannot be clipped. To scale the gradients by it anyway, pass "
             f"error_if_nonfinite=False"
         )
     return total
 
 
-def _norm_tensor(total: float, arrays: list[Any]) -> Tensor:
-    """The norm as a 0-d Tensor in the arrays' float dtype and array module."""
+def _norm_tensor(total: Any, arrays: list[Any]) -> Tensor:
+    """The 0-d float64 norm as a Tensor in the arrays' float dtype, on their device."""
     if not arrays:
         return Tensor(np.zeros((), dtype=DEFAULT_FLOAT))
-    xp = get_array_module(*arrays)
     dtype = result_float_dtype(*(a.dtype for a in arrays))
-    return Tensor(xp.asarray(total, dtype=dtype))
+    return Tensor(total, dtype=dtype)
 
 
 def grad_norm(parameters: Tensor | Iterable[Tensor], norm_type: float | str = 2.0) -> float:
@@ -147,38 +175,59 @@ def grad_norm(parameters: Tensor | Iterable[Tensor], norm_type: float | str = 2.
 
     The same number as :func:`clip_grad_norm_` returns (accumulated in float64), for
     gradient-norm tracking; parameters without a gradient are skipped; 0.0 when none has one.
+    Being a Python float, it is read back from the device (one synchronisation on a GPU).
     """
     grads = _grads_of(_as_param_list(parameters))
-    return _total_norm_float64(grads, _norm_order(norm_type))
+    xp = _array_module_of(grads, "grad_norm")
+    return float(_total_norm_float64(grads, _norm_order(norm_type), xp))
 
 
 def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
                           total_norm: Any, foreach: bool | None = None) -> None:
     """Scale the gradients in place by ``min(1, max_norm / (total_norm + 1e-6))``.
 
-    ``total_norm`` is a number or a 0-d Tensor (from :func:`get_total_norm`). As in torch,
-    a NaN ``total_norm`` makes every gradient NaN and an infinite one makes them 0 (NaN where
-    they were infinite); use ``error_if_nonfinite=True`` upstream to catch that.
+    ``total_norm`` is a number, or a 0-d Tensor or array on the gradients' device (from
+    :func:`get_total_norm`; it is not read back to the host). As in torch, a NaN
+    ``total_norm`` makes every gradient NaN and an infinite one makes them 0 (NaN where they
+    were infinite); use ``error_if_nonfinite=True`` upstream to catch that.
     """
-    if isinstance(total_norm, Tensor):
-        total_norm = total_norm.item()
-    _scale_grads(_grads_of(_as_param_list(parameters)), max_norm, float(total_norm))
+    max_norm = _checked_max_norm(max_norm)
+    grads = _grads_of(_as_param_list(parameters))
+    if not grads:
+        return
+    xp = _array_module_of(grads, "clip_grads_with_norm_")
+    norm = total_norm.data if isinstance(total_norm, Tensor) else total_norm
+    if hasattr(norm, "dtype") and not isinstance(norm, np.generic):
+        if device_of(norm) != device_of(grads[0]):
+            raise RuntimeError(
+                f"clip_grads_with_norm_: total_norm is on {device_of(norm)} but the "
+                f"gradients are on {device_of(grads[0])}"
+            )
+        total = norm.astype(np.float64)
+    else:
+        total = xp.asarray(float(norm), dtype=np.float64)    # a host number
+    _scale_grads(grads, max_norm, total, xp)
 
 
-def _scale_grads(grads: list[Any], max_norm: float, total_norm: float) -> None:
+def _checked_max_norm(max_norm: Any) -> float:
     max_norm = float(max_norm)
     if not max_norm >= 0:
         raise ValueError(f"Invalid max_norm: {max_norm} (must be >= 0)")
-    if not grads:
-        return
-    clip_coef = max_norm / (total_norm + 1e-6)
-    if clip_coef > 1.0:
-        clip_coef = 1.0                                       # clamp(max=1); NaN stays NaN
-    if clip_coef == 1.0:
-        return                                                # below max_norm: unchanged
-    with np.errstate(invalid="ignore", over="ignore"):
+    return max_norm
+
+
+def _scale_grads(grads: list[Any], max_norm: float, total_norm: Any, xp: Any) -> None:
+    """``g *= min(1, max_norm / (total_norm + 1e-6))`` for every g; ``total_norm`` is a 0-d
+    float64 array of ``xp``, so on a device the coefficient never leaves it."""
+    clip_coef = xp.minimum(max_norm / (total_norm + 1e-6), 1.0)   # clamp(max=1); NaN stays
+    if xp is np and clip_coef == 1.0:
+        return      # on the host this test is free: skip multiplying by exactly 1
+    coef_as: dict[Any, Any] = {}                                  # the coefficient per dtype
+    with np.errstate(invalid="ignore", over="ignore"):            # inf * 0 = NaN, as torch
         for g in grads:
-            g *= g.dtype.type(clip_coef)
+            if g.dtype not in coef_as:
+                coef_as[g.dtype] = clip_coef.astype(g.dtype)
+            g *= coef_as[g.dtype]
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
@@ -199,7 +248,8 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     Parameters
     ----------
     parameters : Tensor or iterable of Tensor
-        Parameters whose ``.grad`` is clipped (those with ``grad is None`` are skipped).
+        Parameters whose ``.grad`` is clipped (those with ``grad is None`` are skipped), all
+        on one device.
     max_norm : float
         Largest allowed total norm (>= 0).
     norm_type : float or 'inf'
@@ -214,19 +264,24 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     Returns
     -------
     Tensor
-        The total norm before clipping: 0-d, in the gradients' dtype, accumulated in
-        float64 (torch accumulates in the gradients' dtype).
+        The total norm before clipping: 0-d, on the gradients' device (as torch returns
+        it), in their dtype, accumulated in float64 (torch accumulates in the gradients'
+        dtype). Call ``.item()`` for a Python float.
 
     Notes
     -----
+    On a GPU nothing is read back to the host (no synchronisation): the norm, the clipping
+    coefficient and the scaling all stay on the device, and gradients below ``max_norm``
+    are multiplied by exactly 1. Only ``error_if_nonfinite=True`` reads the norm back.
+
     Unlike torch, a negative or NaN ``max_norm`` raises ``ValueError`` (torch would flip or
     NaN the gradients).
     """
     grads = _grads_of(_as_param_list(parameters))
-    if not float(max_norm) >= 0:
-        raise ValueError(f"Invalid max_norm: {max_norm} (must be >= 0)")
-    total = _checked_total_norm(grads, norm_type, error_if_nonfinite)
-    _scale_grads(grads, max_norm, total)          # the float64 norm, not the rounded one
+    max_norm = _checked_max_norm(max_norm)
+    xp = _array_module_of(grads, "clip_grad_norm_")
+    total = _checked_total_norm(grads, norm_type, error_if_nonfinite, xp)
+    _scale_grads(grads, max_norm, total, xp)      # the float64 norm, not the rounded one
     return _norm_tensor(total, grads)
 
 

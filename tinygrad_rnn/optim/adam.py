@@ -117,7 +117,9 @@ class Adam(Optimizer):
         step_size = lr / bias_correction1
         bias_correction2_sqrt = bias_correction2 ** 0.5
         if group["amsgrad"]:
-            v_max = state.setdefault("max_exp_avg_sq", xp.zeros_like(p.data))
+            if "max_exp_avg_sq" not in state:  # switched on after the state was made
+                state["max_exp_avg_sq"] = xp.zeros_like(p.data)
+            v_max = state["max_exp_avg_sq"]
             xp.maximum(v_max, exp_avg_sq, out=v_max)
             denom = xp.sqrt(v_max) / bias_correction2_sqrt + eps
         else:

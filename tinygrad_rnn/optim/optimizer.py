@@ -18,6 +18,18 @@ Every update runs inside :class:`tinygrad_rnn.no_grad` and writes into the param
 in place through the tensor's in-place methods (``add_``, ``mul_``), which bump the tensor's
 version counter: a graph that saved the old value for backward raises at ``backward()``
 instead of silently using the new value.
+
+Devices
+-------
+State arrays (momentum, moment estimates) are created with the parameter's array module, on
+its device and in its dtype; hyperparameters stay Python floats, which every backend takes
+as scalars of the array's dtype, so a step never reads device data back to the host. The
+step counter is the exception, as in torch: a 0-d float32 *host* array, because the bias
+corrections are computed from it on the host. If a parameter is moved (``Module.to``) after
+its state was created, the state follows it to its device and dtype at the next ``step()``
+(an explicit copy). ``state_dict()`` returns copies on the parameters' devices;
+``load_state_dict`` copies every entry to its parameter's device and dtype, so a state saved
+on one device loads on another.
 """
 from __future__ import annotations
 
@@ -28,7 +40,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import device_of, get_array_module, to_device
 from ..engine import enable_grad, no_grad
 from ..tensor import Tensor
 
@@ -195,16 +207,17 @@ class Optimizer:
 
     def _params_with_grad(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Any]]:
         """The ``(param, grad)`` pairs of a group whose grad is not None, after checking that
-        each gradient has its parameter's shape and dtype."""
+        each gradient has its parameter's shape, dtype and device."""
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
-            if tuple(grad.shape) != p.shape or grad.dtype != p.dtype:
+            if (tuple(grad.shape) != p.shape or grad.dtype != p.dtype
+                    or type(grad) is not type(p.data)):
                 raise ValueError(
-                    f"{type(self).__name__}.step: parameter of shape {p.shape} and dtype "
-                    f"{p.dtype} has a gradient of shape {tuple(grad.shape)} and dtype "
-                    f"{grad.dtype}"
+                    f"{type(self).__name__}.step: parameter of shape {p.shape}, dtype "
+                    f"{p.dtype} on {p.device} has a gradient of shape {tuple(grad.shape)}, "
+                    f"dtype {grad.dtype} on {device_of(grad)}"
                 )
             yield p, grad
 
@@ -226,7 +239,10 @@ class Optimizer:
             for group in self.param_groups:
                 hyper = {k: v for k, v in group.items() if k != "params"}
                 for p, grad in self._params_with_grad(group):
-                    self._update(p, grad, self.state[p], hyper)
+                    state = self.state[p]
+                    if state:
+                        _follow_parameter(state, p)
+                    self._update(p, grad, state, hyper)
         self._opt_called = True
         return loss
 
@@ -250,7 +266,8 @@ class Optimizer:
         Notes
         -----
         Unlike torch, the arrays are copies, so the dict is a snapshot: training on does not
-        change a state dict taken earlier (no ``copy.deepcopy`` needed before saving).
+        change a state dict taken earlier (no ``copy.deepcopy`` needed before saving). They
+        stay on the parameters' device; :func:`tinygrad_rnn.save` copies them to the host.
         """
         index_of: dict[int, int] = {}
         packed_groups = []
@@ -272,8 +289,9 @@ class Optimizer:
         """Load a state from :meth:`state_dict` (ours, or torch's with the same layout).
 
         The groups must list the same number of parameters as this optimizer's groups;
-        parameters are matched by position. State arrays are copied and converted to each
-        parameter's dtype and array module; step counters become 0-d float32 host arrays.
+        parameters are matched by position. State arrays (NumPy arrays, device arrays or
+        Tensors, from any device) are copied to each parameter's device and converted to its
+        dtype; step counters become 0-d float32 host arrays.
         Hyperparameters (``lr`` ...) are taken from the state dict (a group that lacks one
         gets the optimizer's default) and checked as the constructor checks them.
 
@@ -371,16 +389,34 @@ def _copy_state(value: Any) -> Any:
 
 
 def _cast_state_value(name: str, value: Any, param: Tensor) -> Any:
-    """A loaded state entry in the parameter's array module and dtype (a copy). The step
-    counter stays a 0-d float32 host array, as torch keeps it on the CPU."""
+    """A loaded state entry on the parameter's device and in its dtype (always a copy). The
+    step counter stays a 0-d float32 host array, as torch keeps it on the CPU."""
     if isinstance(value, Tensor):
         value = value.data
     if name == "step":
-        return np.array(float(value), dtype=_STEP_DTYPE)
+        return np.array(float(value), dtype=_STEP_DTYPE)  # explicit: a device 0-d is read back
     if hasattr(value, "shape") or hasattr(value, "__array__"):
-        xp = get_array_module(param.data)
-        src = value
-        if get_array_module(value) is np and not isinstance(value, (np.ndarray, np.generic)):
-            src = np.asarray(value)       # a foreign array (e.g. torch's) through __array__
-        return xp.array(src, dtype=param.dtype, copy=True)
+        if isinstance(value, np.generic) or (
+                get_array_module(value) is np and not isinstance(value, np.ndarray)):
+            value = np.asarray(value)     # a NumPy scalar, or a foreign array (torch's)
+        moved = to_device(value, param.device)
+        return moved.astype(param.dtype, copy=moved is value)
     return copy.deepcopy(value)
+
+
+def _follow_parameter(state: dict[str, Any], param: Tensor) -> None:
+    """Move the state arrays of ``param`` to its device and dtype if it has moved since they
+    were created (``Module.to`` after a step). The arrays of one parameter are created and
+    moved together, so when the first one is in place (the usual case) all are: one type
+    and one dtype comparison per parameter and step."""
+    data = param.data
+    for name, value in state.items():
+        if name != "step" and hasattr(value, "shape"):
+            if type(value) is type(data) and value.dtype == data.dtype:
+                return
+            break
+    else:
+        return                                    # no state arrays (yet)
+    for name, value in state.items():
+        if name != "step" and hasattr(value, "shape"):
+            state[name] = to_device(value, device_of(data)).astype(data.dtype, copy=False)

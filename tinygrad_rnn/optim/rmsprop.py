@@ -105,7 +105,9 @@ class RMSprop(Optimizer):
         square_avg *= alpha                                   # v_t
         square_avg += (1.0 - alpha) * (g * g)
         if group["centered"]:
-            grad_avg = state.setdefault("grad_avg", xp.zeros_like(p.data))
+            if "grad_avg" not in state:  # switched on after the state was made
+                state["grad_avg"] = xp.zeros_like(p.data)
+            grad_avg = state["grad_avg"]
             _lerp_(grad_avg, g, 1.0 - alpha)                  # gbar_t
             variance = xp.maximum(square_avg - grad_avg * grad_avg, 0)   # see Notes
             s = xp.sqrt(variance)
@@ -114,7 +116,9 @@ class RMSprop(Optimizer):
         s += eps                                              # s_t
 
         if momentum > 0:
-            buf = state.setdefault("momentum_buffer", xp.zeros_like(p.data))
+            if "momentum_buffer" not in state:  # switched on after the state was made
+                state["momentum_buffer"] = xp.zeros_like(p.data)
+            buf = state["momentum_buffer"]
             buf *= momentum                                   # b_t = mu b_{t-1} + g_t / s_t
             buf += g / s
             p.add_(buf, alpha=-lr)
