@@ -37,7 +37,7 @@ import tinygrad_rnn as tr
 from tinygrad_rnn import functional as F
 from tinygrad_rnn import ops
 from tinygrad_rnn.ops.base import Function
-from tinygrad_rnn.tensor import Tensor, _Cast, _Copy
+from tinygrad_rnn.tensor import Tensor, _Cast, _Copy, _ToDevice
 
 __all__ = [
     "Case", "OpInfo", "REGISTRY", "BY_NAME", "graph_functions", "exported_functions",
@@ -117,7 +117,7 @@ def graph_functions(outputs: Sequence[Tensor]) -> set:
 
 def exported_functions() -> set:
     """Every Function subclass exported by ``tinygrad_rnn.ops`` or defined in
-    ``tinygrad_rnn.tensor`` (the private ``_Copy`` and ``_Cast``)."""
+    ``tinygrad_rnn.tensor`` (the private ``_Copy``, ``_Cast`` and ``_ToDevice``)."""
     # not ``import tinygrad_rnn.tensor``: the package's ``tensor`` function shadows it
     tensor_module = sys.modules["tinygrad_rnn.tensor"]
     found = set()
@@ -151,21 +151,25 @@ def _leaf(array: np.ndarray) -> Tensor:
     return leaf
 
 
-def run_forward(op: OpInfo, case: Case, layouts: Any = None) -> tuple:
+def run_forward(op: OpInfo, case: Case, layouts: Any = None,
+                device: str | None = None) -> tuple:
     """(leaves, outputs) of one forward pass, leaves built from ``case.inputs`` (or from
-    ``layouts``, views with the same values)."""
+    ``layouts``, views with the same values) on ``device`` (default: the CPU). The constants
+    stay as the case holds them (host arrays), as a user would pass them."""
     arrays = case.inputs if layouts is None else layouts
-    leaves = [_leaf(a) if layouts is not None else Tensor(a, requires_grad=True)
+    leaves = [_leaf(a) if layouts is not None else Tensor(a, requires_grad=True, device=device)
               for a in arrays]
     outputs = as_tuple(op.fn(*leaves, **case.consts))
     return leaves, outputs
 
 
-def run_vjp(op: OpInfo, case: Case, upstream: list, layouts: Any = None) -> tuple:
+def run_vjp(op: OpInfo, case: Case, upstream: list, layouts: Any = None,
+            device: str | None = None) -> tuple:
     """(output arrays, input gradients) for upstream gradients ``upstream`` (one per
-    output), from a fresh graph. Several outputs are backpropagated one after another
-    (the leaves accumulate), so only the op's own backward is involved."""
-    leaves, outputs = run_forward(op, case, layouts)
+    output), from a fresh graph on ``device`` (default: the CPU). Several outputs are
+    backpropagated one after another (the leaves accumulate), so only the op's own backward
+    is involved."""
+    leaves, outputs = run_forward(op, case, layouts, device)
     for k, (out, g) in enumerate(zip(outputs, upstream)):
         out.backward(g, retain_graph=k < len(outputs) - 1)
     grads = []
@@ -829,6 +833,13 @@ def _cast_round_trip(x: Tensor) -> Tensor:
     return x.astype(WIDE_FLOAT).astype(x.dtype)
 
 
+def _device_round_trip(x: Tensor) -> Tensor:
+    """x copied to another device and back (to the stand-in from the CPU, else to the CPU):
+    two explicit copies, so the result is on x's device with x's values."""
+    away = "standin" if x.device == "cpu" else "cpu"
+    return x.to(away).to(x.device)
+
+
 # ------------------------------------------------------------------------------ the registry
 def _unary(name: str, fn: Callable, ref: Callable, values: Callable, functions: tuple,
            examples: tuple = ()) -> OpInfo:
@@ -968,6 +979,8 @@ REGISTRY: tuple[OpInfo, ...] = (
     _unary("clone", lambda x: x.clone(), np.copy, reals, (_Copy,)),
     OpInfo("astype", _cast_round_trip, lambda x: x.copy(), _unary_cases(reals),
            (_Cast,) if HAS_WIDE_FLOAT else ()),
+    OpInfo("to_device", _device_round_trip, lambda x: x.copy(), _unary_cases(reals),
+           (_ToDevice,)),
 )
 
 BY_NAME: dict[str, OpInfo] = {op.name: op for op in REGISTRY}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Iterable
 
-from .backend import get_array_module
+from .backend import device_of, get_array_module
 from .ops.base import Context, sum_to_shape
 
 __all__ = [
@@ -121,7 +121,14 @@ def _check_versions(node: Context) -> None:
 
 
 def _fit_grad(node: Context, index: int, grad: Any, tensor: Any) -> Any:
-    """Reduce an op's input gradient to the input's shape and check shape and dtype."""
+    """Reduce an op's input gradient to the input's shape and check shape, dtype and
+    device."""
+    if type(grad) is not type(tensor._data) and device_of(grad) != device_of(tensor._data):
+        raise RuntimeError(
+            f"{node.name}.backward returned a gradient on {device_of(grad)} for input "
+            f"{index} on {device_of(tensor._data)} (a backward must compute with the array "
+            f"module of its arrays, tinygrad_rnn.backend.get_array_module)"
+        )
     try:
         grad = sum_to_shape(grad, tensor.shape)
     except ValueError:
@@ -175,12 +182,20 @@ def _accumulate_into_grad(tensor: Any, grad: Any) -> None:
 
 
 def _run_hooks(hooks: Iterable[Callable], grad: Any) -> Any:
+    """Call each hook on the gradient; a non-None return value (same shape, same device)
+    replaces it."""
     for hook in hooks:
         new = hook(grad)
         if new is not None:
             if new.shape != grad.shape:
                 raise RuntimeError(
                     f"a gradient hook returned shape {new.shape}, expected {grad.shape}"
+                )
+            if type(new) is not type(grad) and device_of(new) != device_of(grad):
+                raise RuntimeError(
+                    f"a gradient hook returned an array on {device_of(new)} for a gradient "
+                    f"on {device_of(grad)}; return an array on {device_of(grad)} (use the "
+                    f"array module of the gradient, tinygrad_rnn.backend.get_array_module)"
                 )
             grad = new
     return grad

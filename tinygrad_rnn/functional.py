@@ -3,16 +3,20 @@ has the function. Each is one differentiable primitive (see :mod:`tinygrad_rnn.o
 short composition of them; docstrings give the math and the gradient.
 
 Axis arguments accept NumPy's ``axis`` or torch's ``dim``.
+
+Devices: every function runs on the device of its tensor inputs. Constants (masks, class-id
+targets, ids, class weights) and targets may be given as host data (NumPy arrays, lists),
+which is copied to that device; a constant given as a Tensor on another device is a
+RuntimeError naming both devices.
 """
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import ops
+from .backend import get_array_module
 from .random import get_generator
-from .tensor import Tensor, cat, split, stack, where  # noqa: F401  (re-exported)
+from .tensor import Tensor, _constant, cat, split, stack, where  # noqa: F401  (re-exported)
 
 __all__ = [
     "relu", "tanh", "sigmoid", "softmax", "log_softmax", "exp", "log", "sqrt", "abs",
@@ -22,12 +26,13 @@ __all__ = [
 ]
 
 
-def _t(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
-
-
-def _raw(x: Any) -> Any:
-    return x.data if isinstance(x, Tensor) else x
+def _target(target: Any, input: Any) -> Any:
+    """A target that is an input of the op (mse_loss, binary cross entropy, probability
+    targets): host data is copied to ``input``'s device; a Tensor is passed on as it is (the
+    op checks that its inputs share a device)."""
+    if isinstance(target, Tensor) or not isinstance(input, Tensor) or input.device == "cpu":
+        return target
+    return Tensor(target, device=input.device)
 
 
 def _axis(axis: Any, dim: Any, default: Any = -1) -> Any:
@@ -66,7 +71,7 @@ def softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
         Broadcastable to x; True marks entries that take part. Masked entries get
         probability exactly 0 and gradient 0; a fully masked row is all zeros, never NaN.
     """
-    return ops.Softmax.apply(x, axis=_axis(axis, dim), mask=_raw(mask))
+    return ops.Softmax.apply(x, axis=_axis(axis, dim), mask=_constant(mask, x, "softmax", "mask"))
 
 
 def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
@@ -76,7 +81,8 @@ def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     Math: y = x - logsumexp(x); Jacobian J = I - 1 p^T with p = softmax(x); VJP
     g - p * sum(g). Masked entries (mask False) are -inf with gradient 0.
     """
-    return ops.LogSoftmax.apply(x, axis=_axis(axis, dim), mask=_raw(mask))
+    return ops.LogSoftmax.apply(x, axis=_axis(axis, dim),
+                                mask=_constant(mask, x, "log_softmax", "mask"))
 
 
 def exp(x: Tensor) -> Tensor:
@@ -142,7 +148,8 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     V. The gradient scatter-adds into the rows used; ``padding_idx`` rows get none."""
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    return ops.Embedding.apply(weight, ids=_raw(input), padding_idx=padding_idx)
+    ids = _constant(input, weight, "embedding", "input (the ids)")
+    return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = None) -> Tensor:
@@ -158,9 +165,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = N
     if p == 1.0:
         return x * 0.0
     rng = get_generator(generator)
-    keep = rng.random(x.shape) >= p
-    from .backend import get_array_module
-
+    keep = rng.random(x.shape) >= p  # drawn on the host: the same mask on every device
     xp = get_array_module(x.data)
     return ops.Dropout.apply(x, keep=xp.asarray(keep), p=p)
 
@@ -176,39 +181,40 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: 
     See :class:`tinygrad_rnn.ops.CrossEntropy` for the full formula with weights and label
     smoothing.
     """
-    tgt = target
-    if isinstance(tgt, Tensor) and tgt.dtype.kind == "f" and tgt.shape == input.shape:
-        return ops.SoftCrossEntropy.apply(input, tgt, weight=_raw(weight), reduction=reduction,
-                                          label_smoothing=label_smoothing)
-    raw = _raw(tgt)
-    if isinstance(raw, np.ndarray) and raw.dtype.kind == "f" and raw.shape == input.shape:
-        return ops.SoftCrossEntropy.apply(input, raw, weight=_raw(weight), reduction=reduction,
-                                          label_smoothing=label_smoothing)
-    return ops.CrossEntropy.apply(input, target=raw, weight=_raw(weight),
-                                  ignore_index=ignore_index, reduction=reduction,
-                                  label_smoothing=label_smoothing)
+    weight = _constant(weight, input, "cross_entropy", "weight")
+    dtype = getattr(target, "dtype", None)
+    if dtype is not None and dtype.kind == "f" and tuple(target.shape) == input.shape:
+        return ops.SoftCrossEntropy.apply(input, _target(target, input), weight=weight,
+                                          reduction=reduction, label_smoothing=label_smoothing)
+    ids = _constant(target, input, "cross_entropy", "target")
+    return ops.CrossEntropy.apply(input, target=ids, weight=weight, ignore_index=ignore_index,
+                                  reduction=reduction, label_smoothing=label_smoothing)
 
 
 def nll_loss(input: Tensor, target: Any, weight: Any = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities: -input[i, target[i]] (weighted)."""
-    return ops.NLLLoss.apply(input, target=_raw(target), weight=_raw(weight),
+    return ops.NLLLoss.apply(input, target=_constant(target, input, "nll_loss", "target"),
+                             weight=_constant(weight, input, "nll_loss", "weight"),
                              ignore_index=ignore_index, reduction=reduction)
 
 
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     """Mean squared error; dL/dinput = 2 (input - target) / n for 'mean'."""
-    return ops.MSELoss.apply(input, target, reduction=reduction)
+    return ops.MSELoss.apply(input, _target(target, input), reduction=reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = None,
                                      reduction: str = "mean",
                                      pos_weight: Any = None) -> Tensor:
     """Binary cross entropy on logits, overflow-free; dL/dx = sigmoid(x) - t (no weights)."""
-    return ops.BCEWithLogits.apply(input, target, weight=_raw(weight),
-                                   pos_weight=_raw(pos_weight), reduction=reduction)
+    op = "binary_cross_entropy_with_logits"
+    return ops.BCEWithLogits.apply(input, _target(target, input),
+                                   weight=_constant(weight, input, op, "weight"),
+                                   pos_weight=_constant(pos_weight, input, op, "pos_weight"),
+                                   reduction=reduction)
 
 
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     """x with entries where mask is True set to ``value``; those get zero gradient."""
-    return ops.MaskedFill.apply(x, mask=_raw(mask), value=value)
+    return ops.MaskedFill.apply(x, mask=_constant(mask, x, "masked_fill", "mask"), value=value)

@@ -23,6 +23,11 @@ Two modes:
 
 An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|`` (eq. 6).
 
+Devices: the inputs may live on any device. ``fn`` and the backward passes run there (the
+perturbations are written into the device arrays, random directions are drawn on the host
+and copied over); outputs and gradients are then copied to the host explicitly, so the
+comparison and the report are the same NumPy code on every device.
+
 Outputs may be a Tensor or a (nested) tuple/list of Tensors; ``None`` entries and integer or
 boolean outputs (indices, masks) carry no gradient and are skipped. Checked inputs and
 floating-point outputs must be at least as precise as float64 (float64, or the platform's

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from .backend import get_array_module
 from .tensor import Tensor
 
@@ -22,7 +20,8 @@ __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "jacobian"]
 
 
 def _raw(y: Any) -> Any:
-    return y.data if isinstance(y, Tensor) else np.asarray(y)
+    """The array of a Tensor; arrays stay on their device; lists become NumPy arrays."""
+    return y.data if isinstance(y, Tensor) else get_array_module(y).asarray(y)
 
 
 def _diag(d: Any) -> Any:
@@ -79,8 +78,8 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
 
     ``inputs`` is a Tensor/array or a sequence of them. For output y and input x the result
     has shape ``y.shape + x.shape`` with entry ``[i..., j...] = dy_i / dx_j``; for a sequence
-    of inputs a tuple with one such array per input. The inputs are copied, so the caller's
-    tensors and their ``.grad`` are untouched.
+    of inputs a tuple with one such array per input, on the inputs' device. The inputs are
+    copied, so the caller's tensors and their ``.grad`` are untouched.
     """
     single = not isinstance(inputs, (list, tuple))
     seq: Sequence[Any] = (inputs,) if single else tuple(inputs)

@@ -317,7 +317,13 @@ class Tensor:
             grad = xp.ones(self.shape, dtype=self.dtype)
         else:
             grad = grad.data if isinstance(grad, Tensor) else grad
-            grad = xp.asarray(grad)
+            grad_device = device_of(grad)
+            if grad_device != "cpu" and grad_device != self.device:
+                raise RuntimeError(
+                    f"backward(): grad is on {grad_device} but the tensor is on {self.device}; "
+                    f"move it with .to({self.device!r})"
+                )
+            grad = xp.asarray(grad)  # host data (an array, a list) is copied to the device
             if grad.shape != self.shape:
                 raise ValueError(
                     f"backward(): grad has shape {grad.shape} but the tensor has shape "
@@ -567,10 +573,11 @@ class Tensor:
         return ReLU.apply(self)
 
     def softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
-        return Softmax.apply(self, axis=axis, mask=_raw_or_none(mask))
+        return Softmax.apply(self, axis=axis, mask=_constant(mask, self, "softmax", "mask"))
 
     def log_softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
-        return LogSoftmax.apply(self, axis=axis, mask=_raw_or_none(mask))
+        return LogSoftmax.apply(self, axis=axis,
+                                mask=_constant(mask, self, "log_softmax", "mask"))
 
     def clip(self, min: float | None = None, max: float | None = None) -> "Tensor":
         return Clip.apply(self, lo=min, hi=max)
@@ -592,7 +599,8 @@ class Tensor:
     def masked_fill(self, mask: Any, value: float) -> "Tensor":
         from .ops import MaskedFill
 
-        return MaskedFill.apply(self, mask=_raw_or_none(mask), value=value)
+        return MaskedFill.apply(self, mask=_constant(mask, self, "masked_fill", "mask"),
+                                value=value)
 
 
 class _Copy(Function):
@@ -653,16 +661,28 @@ def _axis(axis: Any, dim: Any) -> Any:
     return axis
 
 
-def _raw_or_none(x: Any) -> Any:
-    return x.data if isinstance(x, Tensor) else x
+def _constant(value: Any, ref: Any, op: str, name: str) -> Any:
+    """The raw data of a constant argument (mask, target, ids, class weights) of ``op`` on
+    the tensor ``ref``. Host data (NumPy arrays, lists) is returned as it is: the op copies
+    it to ``ref``'s device. A Tensor must be on ``ref``'s device; one on another device is a
+    RuntimeError naming both (nothing moves between devices behind the user's back)."""
+    if not isinstance(value, Tensor):
+        return value
+    if isinstance(ref, Tensor) and value.device != ref.device:
+        raise RuntimeError(
+            f"{op}: the input is on {ref.device} but {name} is a tensor on {value.device}; "
+            f"move it with .to({ref.device!r})"
+        )
+    return value.data
 
 
 def _raw_like(x: Any, ref: Tensor) -> Any:
-    """Raw array for an operand combined with ``ref``: scalars take ref's float dtype."""
+    """Raw operand combined with ``ref``: scalars become NumPy scalars of ref's float dtype
+    (every backend takes those as kernel arguments: no host-to-device copy per call)."""
     if isinstance(x, Tensor):
         return x.data
     if isinstance(x, (bool, int, float, np.generic)) and is_float_dtype(ref.dtype):
-        return get_array_module(ref.data).asarray(x, dtype=ref.dtype)
+        return ref.dtype.type(x)
     return x
 
 
@@ -907,5 +927,5 @@ def split(x: Tensor, split_size_or_sections: Any, axis: int = 0, *,
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
     """Elementwise choice: ``a`` where condition is True, else ``b``."""
-    cond = condition.data if isinstance(condition, Tensor) else condition
-    return Where.apply(a, b, cond=cond)
+    ref = a if isinstance(a, Tensor) else b
+    return Where.apply(a, b, cond=_constant(condition, ref, "where", "condition"))

@@ -41,6 +41,12 @@ naming every check that failed.
 :func:`gradient_property`
     A ``given``-style decorator: a property test in a few lines.
 
+The checkers run on the device of their inputs (a module's parameters stay on theirs): the
+upstream gradients and directions are drawn on the host and copied there, and outputs and
+gradients are copied back to the host explicitly for the comparisons. On the stand-in
+device (``device='standin'``) a NumPy call on device data fails, so checking an op there
+also shows that it never hands device data to NumPy.
+
 Example: a property test of your own op
 ---------------------------------------
 >>> import numpy as np
@@ -79,7 +85,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .backend import is_float_dtype, result_float_dtype
+from .backend import get_array_module, is_float_dtype, result_float_dtype, to_device
 from .engine import no_grad
 from .gradcheck import GradcheckReport, check_leaves, flatten_outputs
 from .ops.base import Context, Function, sum_to_shape
@@ -679,8 +685,13 @@ _ORDER = [FORWARD, OUTPUT_DTYPE, BACKWARD, GRAD_SHAPE, GRAD_DTYPE, INPUTS_UNCHAN
 
 
 def _host(a: Any) -> np.ndarray:
-    a = a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
-    return np.array(a, copy=True)
+    """A NumPy copy of ``a`` (device arrays are copied to the host explicitly)."""
+    return np.array(to_device(a, "cpu"), copy=True)
+
+
+def _is_array_of(a: Any, xp: Any) -> bool:
+    """True when ``a`` is an array of the array module ``xp`` (not a scalar or a list)."""
+    return isinstance(a, np.ndarray) if xp is np else get_array_module(a) is xp
 
 
 def _describe(exc: BaseException) -> str:
@@ -752,9 +763,10 @@ class _Problem:
 
 
 def _array_of(x: Any) -> Any:
+    """The array of a Tensor or an array argument (on any device); None for anything else."""
     if isinstance(x, Tensor):
         return x.data
-    if isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray) or get_array_module(x) is not np:
         return x
     return None
 
@@ -773,8 +785,10 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
     run.outputs = [_host(o.data) for o in outs]
     _check_inputs(run, {k: _array_of(args[k]) for k in arrays}, snaps, problem.labels,
                   "forward")
-    gs = upstream([o.shape for o in outs])
-    run.upstream = [g.copy() for g in gs]
+    # drawn on the host, copied to each output's device (the same object on the CPU), so a
+    # backward that writes into its upstream gradient is caught on every device
+    gs = [to_device(g, o.device) for o, g in zip(outs, upstream([o.shape for o in outs]))]
+    run.upstream = [_host(g) for g in gs]
     try:
         for o, g in zip(outs, gs):
             if o.requires_grad:
@@ -802,30 +816,33 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
 
 
 # ----------------------------------------------------------------------------- raw op level
-def _raw_inputs(inputs: Sequence[Any]) -> tuple[list, list]:
-    """Arrays exactly as ``Function.apply`` would hand them to ``forward``, and which of them
-    need a gradient."""
-    fdt = result_float_dtype(*(x.dtype for x in inputs if isinstance(x, Tensor)))
+def _raw_inputs(inputs: Sequence[Any]) -> tuple[list, list, Any]:
+    """Arrays exactly as ``Function.apply`` would hand them to ``forward``, which of them
+    need a gradient, and the array module of the tensor inputs (scalars go to their device,
+    arrays stay where they are)."""
+    tensors = [x for x in inputs if isinstance(x, Tensor)]
+    fdt = result_float_dtype(*(x.dtype for x in tensors))
+    xp = get_array_module(tensors[0].data) if tensors else np
     arrays, needs = [], []
     for x in inputs:
         if isinstance(x, Tensor):
             arrays.append(x.data)
             needs.append(x.requires_grad)
         elif isinstance(x, (bool, int, float, np.generic)):
-            arrays.append(np.asarray(x, dtype=fdt))
+            arrays.append(xp.asarray(x, dtype=fdt))
             needs.append(False)
         else:
-            arrays.append(np.asarray(x))
+            arrays.append(get_array_module(x).asarray(x))
             needs.append(False)
-    return arrays, needs
+    return arrays, needs, xp
 
 
 def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
              upstream: Callable[[list], list]) -> _Run:
     run = _Run()
-    originals, needs = _raw_inputs(inputs)
-    arrays = [np.array(a, copy=True) for a in originals]
-    snaps = {k: a.copy() for k, a in enumerate(arrays)}
+    originals, needs, xp = _raw_inputs(inputs)
+    arrays = [get_array_module(a).array(a, copy=True) for a in originals]
+    snaps = {k: _host(a) for k, a in enumerate(arrays)}
     ctx = Context(op)
     ctx.needs_input_grad = tuple(needs)
     try:
@@ -835,17 +852,19 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
         return run
     outs = list(raw) if isinstance(raw, tuple) else [raw]
     for i, o in enumerate(outs):
-        if not isinstance(o, np.ndarray):
+        if not _is_array_of(o, xp):
             run.fail(FORWARD, f"{op.__name__}.forward returned {type(o).__name__} as output "
-                              f"{i}; it must return arrays")
+                              f"{i}; it must return arrays of its inputs' array module "
+                              f"({xp.__name__})")
             return run
     float_idx = [i for i, o in enumerate(outs) if is_float_dtype(o.dtype)]
     _check_output_dtypes(run, [outs[i].dtype for i in float_idx])
-    run.outputs = [o.copy() for o in (outs[i] for i in float_idx)]
+    run.outputs = [_host(o) for o in (outs[i] for i in float_idx)]
     _check_inputs(run, dict(enumerate(arrays)), snaps, labels, "forward")
-    gs_float = upstream([outs[i].shape for i in float_idx])
-    run.upstream = [g.copy() for g in gs_float]
-    gs = [np.zeros(o.shape, dtype=o.dtype) for o in outs]  # what the engine sends unused ones
+    # drawn on the host, copied to the inputs' device (the same object on the CPU)
+    gs_float = [xp.asarray(g) for g in upstream([outs[i].shape for i in float_idx])]
+    run.upstream = [_host(g) for g in gs_float]
+    gs = [xp.zeros(o.shape, dtype=o.dtype) for o in outs]  # what the engine sends unused ones
     for i, g in zip(float_idx, gs_float):
         gs[i] = g
     try:
@@ -867,8 +886,13 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
         if g is None:
             run.grads[k] = np.zeros(arrays[k].shape)
             continue
-        if not isinstance(g, np.ndarray):
-            g = np.asarray(g)
+        if get_array_module(g) is not xp:
+            run.fail(BACKWARD, f"{label}: {op.__name__}.backward returned a gradient of "
+                               f"type {type(g).__name__} for an input of type "
+                               f"{type(arrays[k]).__name__} (another device)")
+            continue
+        if not _is_array_of(g, xp):
+            g = xp.asarray(g)
         if g.dtype != arrays[k].dtype:
             run.fail(GRAD_DTYPE, f"{label}: {op.__name__}.backward returned a {g.dtype} "
                                  f"gradient for a {arrays[k].dtype} input")
@@ -879,7 +903,7 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
                                  f"shape {g.shape}, which is neither the input's shape "
                                  f"{arrays[k].shape} nor broadcast from it")
             continue
-        run.grads[k] = np.array(g, dtype=np.float64, copy=True)
+        run.grads[k] = _host(g).astype(np.float64)
     run.completed = True
     return run
 
@@ -1008,10 +1032,12 @@ def _name_of(obj: Any) -> str:
 
 
 def _copy_arg(x: Any) -> Any:
-    """A fresh copy of a Tensor (keeping requires_grad) or array; anything else as is."""
+    """A fresh copy of a Tensor (keeping requires_grad and device) or array; anything else
+    as is."""
     if isinstance(x, Tensor):
-        return Tensor(np.array(x.data, copy=True, order="C"), requires_grad=x.requires_grad)
-    if isinstance(x, np.ndarray):
+        xp = get_array_module(x.data)
+        return Tensor(xp.array(x.data, copy=True, order="C"), requires_grad=x.requires_grad)
+    if _array_of(x) is not None:
         return x.copy()
     return x
 
@@ -1192,7 +1218,7 @@ def _module_copy(module: Any, params: list) -> tuple[Any, list, bool]:
         clone = copy.deepcopy(module)
         cparams = _unique_parameters(clone)
         shared = len(cparams) != len(params) or any(
-            c is p or np.shares_memory(_array_of(c), _array_of(p))
+            c is p or get_array_module(c.data).shares_memory(c.data, p.data)
             for c, p in zip(cparams, params))
         if shared:
             raise TypeError("deepcopy shares parameters with the original")
@@ -1206,7 +1232,8 @@ def _module_copy(module: Any, params: list) -> tuple[Any, list, bool]:
         ) from exc
     for c in cparams:
         if is_float_dtype(c.dtype):
-            c.data = np.array(c.data, dtype=np.float64, order="C", copy=True)
+            xp = get_array_module(c.data)
+            c.data = xp.array(c.data, dtype=np.float64, order="C", copy=True)
     return clone, cparams, True
 
 
@@ -1291,7 +1318,7 @@ def check_module(module: Any, *inputs: Any, eps: float = 1e-6, atol: float = 1e-
             diff.append(n_in + j)
     if not diff:
         raise ValueError("check_module: neither an input nor a parameter requires a gradient")
-    start = [np.array(c.data, copy=True) for c in cparams]
+    start = [c.data.copy() for c in cparams]
     saved_grads = [c.grad for c in cparams]
 
     def make_args() -> list:
@@ -1365,7 +1392,8 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
     """
     if at not in ("output", "input"):
         raise ValueError(f"check_jacobian: at must be 'output' or 'input', got {at!r}")
-    x_arr = x.data if isinstance(x, Tensor) else np.asarray(x)
+    x_arr = x.data if isinstance(x, Tensor) else get_array_module(x).asarray(x)
+    xp = get_array_module(x_arr)
     if x_arr.dtype != np.float64:
         raise TypeError(f"check_jacobian: x has dtype {x_arr.dtype}; use float64 (round-off "
                         f"in lower precision would hide or fake a mismatch)")
@@ -1375,13 +1403,14 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
         fn = fn_or_op
     report = CheckReport(f"check_jacobian({_name_of(fn_or_op)}, {_name_of(jacobian_fn)})")
     opts = CheckOptions(raise_exception=raise_exception)
-    leaf = Tensor(np.array(x_arr, copy=True), requires_grad=True)
+    leaf = Tensor(x_arr, requires_grad=True)  # a copy, on x's device
     y = fn(leaf)
     if not isinstance(y, Tensor):
         raise TypeError(f"check_jacobian: fn must return one Tensor, got {type(y).__name__}")
+    # the Jacobian is built on x's device (from a copy), then compared on the host
+    point = (y.data if at == "output" else x_arr).copy()
+    jac = _host(jacobian_fn(point)).astype(np.float64)
     y_arr = _host(y.data)
-    point = np.array(y_arr if at == "output" else x_arr, copy=True)
-    jac = np.asarray(jacobian_fn(point), dtype=np.float64)
     xs, ys = tuple(x_arr.shape), tuple(y_arr.shape)
     if jac.shape == ys + xs:
         form = "full"
@@ -1435,8 +1464,9 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
         for _ in range(n_vectors):
             u = rng.standard_normal(xs)
             with no_grad():
-                plus = _host(fn(Tensor(x_arr + eps * u)).data)
-                minus = _host(fn(Tensor(x_arr - eps * u)).data)
+                step = xp.asarray(eps * u)  # the same array on the CPU
+                plus = _host(fn(Tensor(x_arr + step)).data)
+                minus = _host(fn(Tensor(x_arr - step)).data)
             numeric = (plus - minus) / (2 * eps)
             want = j_u(u)
             err = np.abs(want - numeric)

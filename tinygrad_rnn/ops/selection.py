@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import get_array_module, to_device
 from .base import Context, Function
 from .elementwise import broadcast_shape
 
@@ -71,17 +71,13 @@ def check_token_ids(op: str, ids: Any, size: int, what: str = "vocabulary size",
     bad = (ids < 0) | (ids >= size)
     if ignore is not None:
         bad &= ids != ignore
-    if bool(xp.any(bad)):
-        pos = tuple(int(i) for i in np.argwhere(np.asarray(_to_host(bad)))[0])
+    if bool(xp.any(bad)):  # one explicit device-to-host copy of a flag; the mask only on error
+        pos = tuple(int(i) for i in np.argwhere(to_device(bad, "cpu"))[0])
         value = int(ids[pos])
         raise IndexError(
             f"{op}: id {value} at position {pos} is out of range for {what} {size}"
             + (f" (ignore_index is {ignore})" if ignore is not None else "")
         )
-
-
-def _to_host(a: Any) -> Any:
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else a
 
 
 class Embedding(Function):
