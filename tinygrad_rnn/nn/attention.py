@@ -215,7 +215,7 @@ def _split_float_mask(am: Any, xp: Any, dtype: Any) -> tuple[Any, Any]:
         return am, None
     if not is_float_dtype(am.dtype):
         raise TypeError(f"attn_mask must be boolean or floating point, got dtype {am.dtype}")
-    blocked = xp.isneginf(am)
+    blocked = am == -xp.inf  # (isneginf is not in every array module)
     add = xp.where(blocked, xp.zeros((), dtype=am.dtype), am).astype(dtype)
     return blocked, add
 
