@@ -19,7 +19,9 @@ Its arrays (:class:`StandInArray`) wrap a NumPy array and
   ``x.item()``, ``x.tolist()``), which CuPy also allows.
 
 This module is the array module (the ``xp``) of stand-in data: ``standin.zeros``,
-``standin.matmul``, ``standin.add.at`` and the rest mirror NumPy's functions of the same name.
+``standin.matmul``, ``standin.add.at`` and the rest mirror NumPy's functions of the same name,
+but only those CuPy has too (:data:`CUPY_API`): ``standin.isneginf`` is an AttributeError,
+as ``cupy.isneginf`` would be, so code that runs here does not call a function a GPU lacks.
 Arithmetic is NumPy's, so results on the stand-in equal CPU results bit for bit; the tests
 in ``tests/device/`` assert exactly that.
 """
@@ -32,9 +34,39 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["StandInArray", "asnumpy", "ndarray"]
+__all__ = ["StandInArray", "asnumpy", "ndarray", "CUPY_API", "CUPY_LINALG"]
 
 DEVICE = "standin"
+
+# The NumPy-named functions and constants the stand-in offers: a curated subset of CuPy 13's
+# API (cupy.<name> exists for every one of them). Extend it only after checking CuPy's
+# reference; dtypes and scalar types (float32, intp, ...) are always available.
+CUPY_API = frozenset("""
+    empty empty_like eye identity ones ones_like zeros zeros_like full full_like array asarray
+    asanyarray ascontiguousarray copy arange linspace logspace meshgrid diag diagflat tri tril
+    triu copyto reshape ravel moveaxis rollaxis swapaxes transpose atleast_1d atleast_2d
+    atleast_3d broadcast_to broadcast_arrays expand_dims squeeze concatenate stack vstack
+    hstack dstack column_stack split array_split tile repeat flip fliplr flipud roll pad where
+    nonzero argwhere flatnonzero take take_along_axis put_along_axis put choose compress
+    diagonal select putmask fill_diagonal indices unique add subtract multiply divide
+    true_divide floor_divide negative positive power float_power remainder mod fmod absolute
+    abs fabs rint sign exp exp2 log log2 log10 expm1 log1p sqrt square cbrt reciprocal sin cos
+    tan arcsin arccos arctan arctan2 hypot sinh cosh tanh arcsinh arccosh arctanh deg2rad
+    rad2deg maximum minimum fmax fmin logaddexp logaddexp2 isfinite isinf isnan signbit
+    copysign nextafter floor ceil trunc around round logical_and logical_or logical_xor
+    logical_not greater greater_equal less less_equal equal not_equal bitwise_and bitwise_or
+    bitwise_xor invert left_shift right_shift clip sum prod mean var std max min amax amin
+    argmax argmin all any cumsum cumprod nansum nanmax nanmin nanmean median average
+    count_nonzero sort argsort partition argpartition searchsorted dot vdot inner outer matmul
+    tensordot einsum kron trace isclose allclose array_equal may_share_memory shares_memory
+    linalg inf nan pi e newaxis dtype finfo iinfo result_type can_cast promote_types
+    issubdtype isscalar ndim
+""".split())
+# cupy.linalg: the routines CuPy provides (no general eig/eigvals: CuPy has only eigh).
+CUPY_LINALG = frozenset("""
+    norm qr svd eigh eigvalsh inv pinv solve lstsq det slogdet cholesky matrix_power
+    matrix_rank tensorinv tensorsolve
+""".split())
 
 # Functions that copy host data onto the device (everything else refuses host arrays).
 _TRANSFER = frozenset({"asarray", "array", "asanyarray", "ascontiguousarray"})
@@ -312,6 +344,9 @@ class _Namespace(types.ModuleType):
         self._mod = mod
 
     def __getattr__(self, name: str) -> Any:
+        if self._mod is np.linalg and name not in CUPY_LINALG:
+            raise AttributeError(f"{self.__name__}.{name}: cupy.linalg has no {name} (see "
+                                 f"tinygrad_rnn.standin.CUPY_LINALG)")
         return _lookup(self._mod, f"{self.__name__}.{name}", name)
 
 
@@ -345,6 +380,13 @@ def __getattr__(name: str) -> Any:  # PEP 562: ``standin.zeros`` etc.
         pass
     if not hasattr(np, name):
         raise AttributeError(f"module 'tinygrad_rnn.standin' (NumPy) has no attribute {name!r}")
+    obj = getattr(np, name)
+    if name not in CUPY_API and not (isinstance(obj, type) and issubclass(obj, np.generic)):
+        raise AttributeError(
+            f"standin.{name}: CuPy has no cupy.{name} (the stand-in offers only NumPy "
+            f"functions CuPy has too: tinygrad_rnn.standin.CUPY_API); write it with "
+            f"functions from that list"
+        )
     obj = _lookup(np, f"standin.{name}", name)
     _cache[name] = obj
     return obj
