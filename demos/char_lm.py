@@ -1,7 +1,8 @@
 """Character-level language models on the CPython documentation text, from unigram counts to
 an LSTM, compared on one test split.
 
-Run:  python demos/char_lm.py [--quick] [--out DIR] [--seed N]
+Run:  python demos/char_lm.py [--quick] [--out DIR] [--seed N] [--epochs E] [--max-chars N]
+                              [--device {cpu,cuda,standin}]
 
 The corpus ships with Python (``pydoc_data.topics``, about 0.5 MB of English): no download.
 It is split contiguously into train / valid / test (80/10/10). Trained and evaluated on it:
@@ -15,6 +16,12 @@ Every model is scored by the same evaluation (``tr.lm.evaluate_perplexity``: the
 mean negative log-likelihood in nats per character, equal to 2 ** bits per character).
 Printed: one perplexity table on the test split, and samples from the LSTM at two
 temperatures. Figures: train and validation perplexity of the recurrent models.
+
+--device runs the neural models on 'cpu' (the default), 'cuda' (a GPU through CuPy) or
+'standin' (the test device: NumPy under CuPy's rules, so its numbers equal the CPU's); the
+n-gram baselines are counts and always run on the CPU. Token ids stay on the host: the
+embeddings and losses copy them to the device, and random draws (batches, samples) come from
+seeded host generators, so every device sees the same data.
 """
 from __future__ import annotations
 
@@ -55,7 +62,7 @@ def train_ffnn(corpus, args: argparse.Namespace, rng: np.random.Generator,
                test_ids: np.ndarray) -> tuple:
     V = len(corpus.vocab)
     model = FeedForwardLM(V, context_size=5, embedding_dim=24, hidden_size=args.hidden,
-                          generator=rng)
+                          generator=rng).to(args.device)
     contexts, targets = make_contexts(corpus.train, 5)
     opt = tr.optim.Adam(model.parameters(), lr=3e-3)
     batch = 256
@@ -74,7 +81,7 @@ def train_ffnn(corpus, args: argparse.Namespace, rng: np.random.Generator,
 def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
               valid_ids: np.ndarray, test_ids: np.ndarray) -> tuple:
     V = len(corpus.vocab)
-    model = RNNLM(V, 32, args.hidden, cell=cell, generator=seed)
+    model = RNNLM(V, 32, args.hidden, cell=cell, generator=seed).to(args.device)
     x, y = lm_stream(corpus.train, batch_size=32)  # (32, L): 32 contiguous streams
     opt = tr.optim.Adam(model.parameters(), lr=args.lr)
     train_ppl, val_ppl, val_x = [], [], []
@@ -109,7 +116,8 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
     return (name, ppl, model.num_parameters(), elapsed), model, (val_x, train_ppl, val_ppl)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command-line options, with the sizes they imply (hidden, ffnn_steps, n_eval, ...)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a slice of the corpus, under 3 min")
     p.add_argument("--out", default=os.path.join("out", "char_lm"))
@@ -119,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-chars", type=int, default=None,
                    help="use only the first N characters of the corpus (default 300,000 "
                         "quick, all full)")
+    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                   help="where the neural models run (default cpu); cuda needs CuPy and a GPU")
     args = p.parse_args(argv)
     args.hidden = 128 if args.quick else 256
     if args.epochs is None:
@@ -127,23 +137,31 @@ def main(argv: list[str] | None = None) -> int:
     args.lr = 5e-3
     args.val_every = 50 if args.quick else 200
     args.ffnn_steps = 2000 if args.quick else 6000
+    args.max_chars = args.max_chars or (300_000 if args.quick else None)
+    # evaluation slices (characters of valid and test): the whole splits in the full run
+    args.n_eval = 10_000 if args.quick else None
+    return args
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Train and score every model, print the table and the samples, write the figure;
+    returns the numbers reported: ``perplexity`` (model name -> test perplexity),
+    ``parameters`` (model name -> count), ``curves`` (recurrent model -> (updates, train
+    perplexities, validation perplexities)) and ``samples`` (temperature -> text)."""
     os.makedirs(args.out, exist_ok=True)
     tr.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     t_start = time.time()
 
-    max_chars = args.max_chars or (300_000 if args.quick else None)
-    corpus = char_corpus(max_chars=max_chars)
-    # evaluation slices: the whole valid/test split in the full run
-    n_eval = 10_000 if args.quick else len(corpus.test)
-    valid_ids, test_ids = corpus.valid[:n_eval], corpus.test[:n_eval]
+    corpus = char_corpus(max_chars=args.max_chars)
+    valid_ids, test_ids = corpus.valid[:args.n_eval], corpus.test[:args.n_eval]
     print(f"corpus: {len(corpus.train):,} train / {len(corpus.valid):,} valid / "
           f"{len(corpus.test):,} test characters, vocabulary {len(corpus.vocab)}; "
-          f"scoring {len(test_ids):,} test characters")
+          f"scoring {len(test_ids):,} test characters; neural models on {args.device}")
 
     rows = ngram_rows(corpus, test_ids)
     rows.append(train_ffnn(corpus, args, rng, test_ids))
-    curves_train, curves_val, xs = {}, {}, {}
+    curves_train, curves_val, xs, curves = {}, {}, {}, {}
     lstm = None
     for i, cell in enumerate(("rnn", "gru", "lstm")):
         row, model, (vx, tp, vp) = train_rnn(cell, corpus, args, args.seed + 10 + i,
@@ -153,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         curves_val[f"{row[0]} valid"] = vp
         xs[f"{row[0]} train"] = vx
         xs[f"{row[0]} valid"] = vx
+        curves[row[0]] = (vx, tp, vp)
         if cell == "lstm":
             lstm = model
 
@@ -169,12 +188,29 @@ def main(argv: list[str] | None = None) -> int:
     prompt = "The "
     prompt_ids = corpus.vocab.encode(list(prompt))
     print(f"\nLSTM samples from the prompt {prompt!r}:")
+    samples = {}
     for temperature in (0.5, 1.0):
         ids = tr.lm.generate(lstm, prompt_ids, 160, strategy="sample", temperature=temperature,
                              generator=args.seed)
         text = prompt + "".join(corpus.vocab.decode(ids))
+        samples[temperature] = text
         print(f"  temperature {temperature}: {text!r}")
     print(f"\nFigure written to {args.out}/ in {time.time() - t_start:.0f} s")
+    return {"perplexity": {name: ppl for name, ppl, _, _ in rows},
+            "parameters": {name: n for name, _, n, _ in rows},
+            "curves": curves, "samples": samples}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options, check the device, run; exit status 2 for a device that cannot be
+    used (the library's message says what is missing)."""
+    args = parse_args(argv)
+    try:
+        tr.backend.module_for_device(args.device)
+    except RuntimeError as err:
+        print(f"char_lm: error: {err}", file=sys.stderr)
+        return 2
+    run(args)
     return 0
 
 

@@ -1,9 +1,12 @@
 """Quick start: build a small network, backpropagate, and verify every gradient.
 
-Run:  python demos/quickstart.py [--seed N]     (or: tinygrad-rnn demo quickstart)
+Run:  python demos/quickstart.py [--seed N] [--device {cpu,cuda,standin}]
+      (or: tinygrad-rnn demo quickstart)
 
 Prints the loss, the shape and dtype of each gradient, the explicit softmax Jacobian of one
-row, and the result of a float64 gradient check of the whole computation.
+row, and the result of a float64 gradient check of the whole computation. With --device the
+tensors live on 'cuda' (a GPU through CuPy) or 'standin' (the test device) instead of the CPU;
+the inputs are drawn on the host, so the printed numbers are the same on every device.
 """
 from __future__ import annotations
 
@@ -20,24 +23,32 @@ F = tr.functional
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                   help="where the tensors live (default cpu); cuda needs CuPy and a GPU")
     args = p.parse_args(argv)
+    try:
+        tr.backend.module_for_device(args.device)
+    except RuntimeError as err:
+        print(f"quickstart: error: {err}", file=sys.stderr)
+        return 2
+    device = args.device
     rng = np.random.default_rng(args.seed)
-    x = tr.Tensor(rng.normal(size=(4, 3)), requires_grad=True)
-    W = tr.Tensor(rng.normal(size=(3, 5)), requires_grad=True)
-    b = tr.Tensor(np.zeros(5), requires_grad=True)
-    target = np.array([0, 4, 1, 2])
+    x = tr.Tensor(rng.normal(size=(4, 3)), requires_grad=True, device=device)
+    W = tr.Tensor(rng.normal(size=(3, 5)), requires_grad=True, device=device)
+    b = tr.Tensor(np.zeros(5), requires_grad=True, device=device)
+    target = np.array([0, 4, 1, 2])  # host class ids: the loss copies them to the device
 
     def model(x: tr.Tensor, W: tr.Tensor, b: tr.Tensor) -> tr.Tensor:
         return F.cross_entropy((x @ W + b).tanh(), target)
 
     loss = model(x, W, b)
     loss.backward()
-    print(f"loss = {loss.item():.6f}")
+    print(f"loss = {loss.item():.6f} (on {loss.device})")
     for name, t in (("x", x), ("W", W), ("b", b)):
         print(f"d loss / d {name}: shape {t.grad.shape}, dtype {t.grad.dtype}")
 
     p = F.softmax((x @ W + b).tanh())
-    J = tr.jacobians.softmax(p)[0]
+    J = tr.backend.to_device(tr.jacobians.softmax(p)[0], "cpu")  # host copy, to print
     print("softmax Jacobian of row 0, diag(y) - y y^T:")
     print(np.array2string(J, precision=4))
     print(f"rows sum to zero: max |row sum| = {np.abs(J.sum(axis=1)).max():.2e}")

@@ -1,6 +1,7 @@
 """String reversal with noise tokens: an encoder-decoder with and without attention.
 
-Run:  python demos/string_reversal.py [--quick] [--out DIR] [--seed N]
+Run:  python demos/string_reversal.py [--quick] [--out DIR] [--seed N] [--steps N]
+                                      [--device {cpu,cuda,standin}]
 
 The task (tinygrad_rnn.data.reversal): the source is random letters a-h with noise symbols
 '#' and '*' mixed in, the target is the letters reversed with the noise dropped. Two models
@@ -20,6 +21,11 @@ training, and the overall held-out exact match in the training length range.
 Figures (in --out, default out/string_reversal): accuracy against length, the learning
 curves, and attention heatmaps (source x output tokens, noise tokens in red) for a few test
 strings, where the weights should form an anti-diagonal that skips the noise.
+
+--device trains and decodes on 'cpu' (the default), 'cuda' (a GPU through CuPy) or
+'standin' (the test device: NumPy under CuPy's rules, so its numbers equal the CPU's). The
+padded id batches stay on the host (the embeddings and the loss copy them to the device) and
+the batches are drawn from seeded host generators, so every device sees the same data.
 """
 from __future__ import annotations
 
@@ -100,17 +106,29 @@ def buckets(lo: int, hi: int, width: int = 2) -> list[tuple[int, int]]:
     return [(a, min(a + width - 1, hi)) for a in range(lo, hi + 1, width)]
 
 
-def main(argv: list[str] | None = None) -> dict:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command-line options; ``args.cfg`` holds the sizes they imply (see CONFIGS)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller, faster run (< 3 min)")
     parser.add_argument("--out", default=os.path.join("out", "string_reversal"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=None,
                         help="override the number of updates per model (smoke tests)")
+    parser.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                        help="where the models run (default cpu); cuda needs CuPy and a GPU")
     args = parser.parse_args(argv)
-    cfg = dict(CONFIGS["quick" if args.quick else "full"])
+    args.cfg = dict(CONFIGS["quick" if args.quick else "full"])
     if args.steps is not None:
-        cfg["steps"] = args.steps
+        args.cfg["steps"] = args.steps
+    return args
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Train both models, print the tables, write the figures; returns the numbers
+    reported: ``overall`` (model -> held-out exact match), ``by_length`` (model -> exact
+    match per bucket of ``spans``), ``losses`` (model -> the loss of every update) and
+    ``examples`` (the attention model's outputs for the plotted strings)."""
+    cfg = args.cfg
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
 
@@ -124,13 +142,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"string reversal: {len(task.train)} training strings of {cfg['min_len']}-"
           f"{cfg['max_len']} letters (a-h) with noise p={NOISE_PROB} ('#', '*'); "
           f"{len(task.test)} held-out test strings, {len(longer)} longer ones "
-          f"({cfg['max_len'] + 1}-{cfg['max_len'] + 3} letters)")
+          f"({cfg['max_len'] + 1}-{cfg['max_len'] + 3} letters); models on {args.device}")
 
     spans = buckets(cfg["min_len"], cfg["max_len"]) + [(cfg["max_len"] + 1,
                                                          cfg["max_len"] + 3)]
     models, curves, acc_rows, overall = {}, {}, {}, {}
     for name, decoder in MODELS:
-        model = build(decoder, V, cfg, args.seed)
+        model = build(decoder, V, cfg, args.seed).to(args.device)
         t = time.perf_counter()
         losses = train(model, task, cfg, args.seed, name)
         print(f"{name:13s} ({decoder}): {cfg['steps']} updates in "
@@ -184,10 +202,12 @@ def main(argv: list[str] | None = None) -> dict:
     att = models["attention"]
     picks = sorted(task.test, key=lambda e: (-sum(t in task.noise for t in e.source),
                                              -len(e.source)))[:3]
+    examples = []
     for k, ex in enumerate(picks):
         b = task.batch([ex])
         res = decoding.greedy_decode(att, b.src, b.src_lengths, max_len=len(ex.target) + 3)
         out_tokens = task.decode(res.sequences[0], strip=False)
+        examples.append((''.join(ex.source), ''.join(out_tokens), res.attention[0]))
         marked = [i for i, t in enumerate(ex.source) if t in task.noise]
         fig = viz.plot_attention(res.attention[0], list(ex.source), out_tokens, marked=marked,
                                  title=f"attention: {''.join(ex.source)}",
@@ -196,8 +216,22 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"example {k}: {''.join(ex.source)} -> {''.join(task.decode(res.sequences[0]))}"
               f" (target {''.join(ex.target)})")
     print(f"figures in {args.out}; total {time.perf_counter() - t0:.0f} s")
-    return {"overall": overall, "by_length": acc_rows, "spans": spans}
+    return {"overall": overall, "by_length": acc_rows, "spans": spans, "losses": curves,
+            "examples": examples}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options, check the device, run; exit status 2 for a device that cannot be
+    used (the library's message says what is missing)."""
+    args = parse_args(argv)
+    try:
+        tr.backend.module_for_device(args.device)
+    except RuntimeError as err:
+        print(f"string_reversal: error: {err}", file=sys.stderr)
+        return 2
+    run(args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

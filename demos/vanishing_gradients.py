@@ -1,6 +1,7 @@
 """The vanishing-gradient lab: watch gradients vanish and explode, and see why gates help.
 
 Run:  python demos/vanishing_gradients.py [--quick] [--out DIR] [--seed N]
+                                            [--device {cpu,cuda,standin}]
 
 Part 1, gradients at initialisation. For Elman tanh RNNs whose W_hh is a random orthogonal
 matrix scaled to spectral radius rho (so sigma_max(W_hh) = rho too), an Elman ReLU RNN, a GRU
@@ -14,6 +15,11 @@ Part 2, the adding problem (T = 100; 50 with --quick): an LSTM and a tanh Elman 
 with the same budget. Printed: test MSE of each against the 0.167 of always predicting 1.
 
 Figures (PNG and SVG) go to --out (default out/vanishing_gradients).
+
+--device runs the networks on 'cpu' (the default), 'cuda' (a GPU through CuPy) or 'standin'
+(the test device: NumPy under CuPy's rules, so its numbers equal the CPU's). The data are
+drawn on the host from seeded generators and copied to the device, so every device sees the
+same inputs; only the numbers printed or plotted come back to the host.
 """
 from __future__ import annotations
 
@@ -63,23 +69,26 @@ class Regressor(tr.nn.Module):
         return self.readout(out[:, -1])  # (N, 1): the prediction after the last step
 
 
-def measure_norms(model: Regressor, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """||dL/dh_t|| for t = 0..T-1 with the loss on the last step only."""
+def measure_norms(model: Regressor, x: tr.Tensor, y: tr.Tensor) -> np.ndarray:
+    """||dL/dh_t|| for t = 0..T-1 with the loss on the last step only (x, y on the model's
+    device; the T norms come back to the host)."""
     model.rnn.track_state_grads = True
     model.zero_grad()
-    loss = F.mse_loss(model(tr.Tensor(x)), tr.Tensor(y))
+    loss = F.mse_loss(model(x), y)
     loss.backward()
     return mon.state_grad_norms(model.rnn.state_grads[(0, 0)]["h"])
 
 
-def part1(args: argparse.Namespace, rng: np.random.Generator) -> list[dict]:
+def part1(args: argparse.Namespace, rng: np.random.Generator) -> tuple[list[dict], dict]:
+    """Gradients at initialisation: the table's rows and the spectral sweep."""
     T, H, N = args.T, args.hidden, 32
-    x, y = adding_problem(N, T, generator=rng)
+    x_host, y_host = adding_problem(N, T, generator=rng)
+    x, y = tr.Tensor(x_host, device=args.device), tr.Tensor(y_host, device=args.device)
     rows, curves, bounds = [], {}, {}
     models = [(f"tanh rho={r}", "tanh", r) for r in (0.5, 0.9, 1.0, 1.1, 1.5)]
     models += [("relu", "relu", None), ("GRU", "gru", None), ("LSTM", "lstm", None)]
     for label, kind, rho in models:
-        model = Regressor(kind, H, rng, rho)
+        model = Regressor(kind, H, rng, rho).to(args.device)
         norms = measure_norms(model, x, y)
         by_distance = norms[::-1]  # entry d = ||dL/dh_{T-1-d}||
         curves[label] = by_distance
@@ -114,7 +123,7 @@ def part1(args: argparse.Namespace, rng: np.random.Generator) -> list[dict]:
     radii = np.round(np.linspace(0.3, 1.5, 7 if args.quick else 13), 2)
     rates, horizons = [], []
     for r in radii:
-        model = Regressor("tanh", H, rng, float(r))
+        model = Regressor("tanh", H, rng, float(r)).to(args.device)
         norms = measure_norms(model, x, y)
         tail = norms[::-1][1:]
         usable = tail[(tail > 1e-300) & np.isfinite(tail)]
@@ -124,40 +133,49 @@ def part1(args: argparse.Namespace, rng: np.random.Generator) -> list[dict]:
                                     "rho (the bound's base)": radii},
                             ylabel="rate", title="tanh RNN: decay rate vs spectral radius",
                             path=os.path.join(args.out, "spectral_sweep.png"))
-    return rows
+    return rows, {"radii": radii, "rates": rates, "horizons": horizons}
 
 
 def train_adding(kind: str, args: argparse.Namespace, seed: int) -> tuple[list, list, float,
                                                                           np.ndarray]:
+    """Train on the adding problem; returns the training losses, the (step, validation MSE)
+    pairs, the test MSE and the monitor's (steps, T) per-step state-gradient norms."""
     rng = np.random.default_rng(seed)
-    T = args.T
-    model = Regressor(kind, args.hidden, rng)
+    T, device = args.T, args.device
+
+    def on_device(*arrays: np.ndarray) -> list[tr.Tensor]:
+        return [tr.Tensor(a, device=device) for a in arrays]
+
+    model = Regressor(kind, args.hidden, rng).to(device)
     opt = tr.optim.Adam(model.parameters(), lr=args.lr)
     monitor = mon.GradientMonitor(model)
-    x_val, y_val = adding_problem(512, T, generator=rng)
-    x_test, y_test = adding_problem(1000, T, generator=rng)
+    x_val, y_val = on_device(*adding_problem(512, T, generator=rng))
+    x_test, y_test = on_device(*adding_problem(1000, T, generator=rng))
 
     def step(i: int) -> tr.Tensor:
-        xb, yb = adding_problem(args.batch, T, generator=rng)
-        return F.mse_loss(model(tr.Tensor(xb)), tr.Tensor(yb))
+        xb, yb = on_device(*adding_problem(args.batch, T, generator=rng))
+        return F.mse_loss(model(xb), yb)
 
     @tr.no_grad()
     def validate() -> float:
-        return F.mse_loss(model(tr.Tensor(x_val)), tr.Tensor(y_val)).item()
+        return F.mse_loss(model(x_val), y_val).item()
 
     result = tr.training.fit(step, args.steps, opt, clip=1.0, monitor=monitor,
                              validate=validate, val_every=args.val_every,
                              desc=f"adding T={T} {kind}")
     with tr.no_grad():
-        test = F.mse_loss(model(tr.Tensor(x_test)), tr.Tensor(y_test)).item()
+        test = F.mse_loss(model(x_test), y_test).item()
     return result.losses, result.val_losses, test, monitor.state_norms()
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command-line options, with the sizes they imply (T, hidden, steps, ...)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
     p.add_argument("--out", default=os.path.join("out", "vanishing_gradients"))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                   help="where the networks run (default cpu); cuda needs CuPy and a GPU")
     args = p.parse_args(argv)
     args.T = 50 if args.quick else 100
     args.hidden = 32 if args.quick else 64
@@ -165,14 +183,21 @@ def main(argv: list[str] | None = None) -> int:
     args.batch = 64
     args.lr = 1e-2
     args.val_every = 50 if args.quick else 100
+    return args
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Run both parts, print the tables, write the figures; returns the numbers reported:
+    ``part1`` (the table's rows), ``sweep`` (radii, fitted rates, horizons) and ``adding``
+    (per model: training losses, validation curve, test MSE, state-gradient norms)."""
     os.makedirs(args.out, exist_ok=True)
     tr.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     t0 = time.time()
 
-    rows = part1(args, rng)
+    rows, sweep = part1(args, rng)
     print(f"\nPart 1: ||dL/dh_t|| at initialisation, loss on the last step "
-          f"(T={args.T}, H={args.hidden})")
+          f"(T={args.T}, H={args.hidden}, device {args.device})")
     print(f"{'model':<14}{'rho(W_hh)':>10}{'sigma_max':>10}{'fitted rate':>12}"
           f"{'horizon':>9}  bound")
     for r in rows:
@@ -186,10 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nPart 2: adding problem, T={args.T}, {args.steps} Adam steps of batch "
           f"{args.batch}, clip 1.0 (always predicting 1 gives MSE {AddingBaseline:.3f})")
     curves, xs, heat = {}, {}, {}
-    results = {}
+    adding = {}
     for kind, label in (("lstm", "LSTM"), ("tanh", "Elman tanh")):
         losses, val, test, norms = train_adding(kind, args, args.seed + 1)
-        results[label] = test
+        adding[label] = {"losses": losses, "val_losses": val, "test": test,
+                         "state_norms": norms}
         curves[label] = [v for _, v in val]
         xs[label] = [s for s, _ in val]
         heat[label] = norms
@@ -203,6 +229,19 @@ def main(argv: list[str] | None = None) -> int:
         viz.plot_state_grad_heatmap(norms, title=f"{label}: ||dL/dh_t|| during training",
                                     path=os.path.join(args.out, f"heatmap_{slug}.png"))
     print(f"\nFigures written to {args.out}/ in {time.time() - t0:.0f} s")
+    return {"part1": rows, "sweep": sweep, "adding": adding}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options, check the device, run; exit status 2 for a device that cannot be
+    used (the library's message says what is missing)."""
+    args = parse_args(argv)
+    try:
+        tr.backend.module_for_device(args.device)
+    except RuntimeError as err:
+        print(f"vanishing_gradients: error: {err}", file=sys.stderr)
+        return 2
+    run(args)
     return 0
 
 

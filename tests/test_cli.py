@@ -159,8 +159,56 @@ def test_demo_vanishing_gradients_gets_quick_out_and_seed(capsys: pytest.Capture
 
 def test_demo_options_are_read_from_argparse_calls() -> None:
     assert cli.demo_options(ROOT / "demos" / "vanishing_gradients.py") == {
-        "--quick", "--out", "--seed"}
-    assert cli.demo_options(ROOT / "demos" / "quickstart.py") == {"--seed"}
+        "--quick", "--out", "--seed", "--device"}
+    assert cli.demo_options(ROOT / "demos" / "quickstart.py") == {"--seed", "--device"}
+
+
+def test_demo_device_runs_the_quickstart_on_the_standin(capsys: pytest.CaptureFixture
+                                                        ) -> None:
+    """A real (tiny) run through the command: --device reaches the demo, whose tensors then
+    live on the stand-in device; every printed number equals the CPU run's."""
+    code, out, err = run(capsys, "demo", "quickstart", "--seed", "1", "--device", "standin")
+    assert code == 0, err
+    assert "(on standin)" in out and "passed=True" in out
+    code, cpu_out, err = run(capsys, "demo", "quickstart", "--seed", "1")
+    assert code == 0, err
+    assert "(on cpu)" in cpu_out
+    assert out.replace("(on standin)", "(on cpu)") == cpu_out
+
+
+@pytest.mark.parametrize("name", ["vanishing_gradients", "string_reversal", "char_lm"])
+def test_demo_device_is_passed_to_the_training_demos(capsys: pytest.CaptureFixture,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      name: str) -> None:
+    calls = []
+    monkeypatch.setattr(cli, "_call_main",
+                        lambda fn, argv, prog: calls.append((fn, argv)) or 0)
+    code, _, err = run(capsys, "demo", name, "--quick", "--device", "standin")
+    assert code == 0 and err == ""
+    (fn, argv), = calls
+    assert argv == ["--quick", "--device", "standin"]
+    args = fn.__globals__["parse_args"](argv)  # the demo's own parser accepts it
+    assert args.device == "standin" and args.quick
+
+
+def test_demo_device_cuda_without_cupy_exits_2(capsys: pytest.CaptureFixture,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinygrad_rnn import backend
+
+    monkeypatch.setattr(backend, "_try_cupy", lambda: None)
+    code, out, err = run(capsys, "demo", "quickstart", "--device", "cuda")
+    assert code == 2 and out == ""
+    assert "quickstart: error: device 'cuda' needs CuPy" in err
+
+
+def test_demo_without_a_device_option_ignores_it(capsys: pytest.CaptureFixture,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    root = _fake_checkout(tmp_path, {"plain": "def main(argv):\n    print('ran', argv)\n"})
+    monkeypatch.setattr(cli, "source_root", lambda: root)
+    code, out, err = run(capsys, "demo", "plain", "--device", "standin")
+    assert code == 0 and "ran []" in out
+    assert "demo 'plain' has no --device option; ignored" in err
 
 
 def test_unknown_demo_exits_2_and_lists_demos(capsys: pytest.CaptureFixture) -> None:

@@ -1,11 +1,21 @@
-"""The demos run end to end and reproduce what they claim (quick mode, fixed seed)."""
+"""The demos run end to end and reproduce what they claim (quick mode, fixed seed), and the
+training demos' --device flag: a tiny configuration gives the same numbers on the stand-in
+device as on the CPU, and a device that cannot be used is a clear error (exit status 2)."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tinygrad_rnn as tr
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,3 +87,129 @@ def test_string_reversal_quick_reproduces_bahdanau_comparison(tmp_path: Path) ->
     assert len(rows) >= 4 and no_attn[0] > no_attn[-1] + 0.3, out
     assert min(float(r[3]) for r in rows) >= 0.98, out
     assert any(p.suffix == ".png" for p in tmp_path.iterdir())
+
+
+# ----------------------------------------------------------------------------- --device
+def _load_demo(name: str) -> ModuleType:
+    """Import demos/<name>.py as a module (its main() is not run)."""
+    path = ROOT / "demos" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_test_demo_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tiny_vanishing(args: Any) -> None:
+    args.T, args.hidden, args.steps, args.batch, args.val_every = 12, 8, 6, 8, 3
+
+
+def _tiny_string_reversal(args: Any) -> None:
+    args.cfg.update(n_train=300, n_test=40, n_long=10, emb=8, hidden=12, batch=16)
+
+
+def _tiny_char_lm(args: Any) -> None:
+    args.hidden, args.ffnn_steps, args.n_eval, args.val_every = 16, 5, 300, 5
+
+
+# demo -> (command-line options of a small run, the sizes then shrunk further, what the
+# device appears in when the demo prints it)
+TINY: dict[str, tuple[list[str], Callable[[Any], None], str]] = {
+    "vanishing_gradients": (["--quick"], _tiny_vanishing, "device {}"),
+    "string_reversal": (["--quick", "--steps", "6"], _tiny_string_reversal, "models on {}"),
+    "char_lm": (["--quick", "--epochs", "1", "--max-chars", "6000"], _tiny_char_lm,
+                "neural models on {}"),
+}
+
+
+def _tiny_run(name: str, device: str, out: Path, monkeypatch: pytest.MonkeyPatch
+              ) -> tuple[dict, set[str]]:
+    """The demo's run() in its tiny configuration on ``device``: the numbers it returns and
+    the devices the parameters were on at every optimizer update."""
+    options, shrink, _ = TINY[name]
+    demo = _load_demo(name)
+    args = demo.parse_args([*options, "--seed", "0", "--out", str(out), "--device", device])
+    shrink(args)
+    seen: set[str] = set()
+    step = tr.optim.Optimizer.step
+
+    def spy(self: Any, *a: Any, **k: Any) -> Any:
+        seen.update(p.device for g in self.param_groups for p in g["params"])
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(tr.optim.Optimizer, "step", spy)
+    try:
+        return demo.run(args), seen
+    finally:
+        monkeypatch.setattr(tr.optim.Optimizer, "step", step)
+
+
+def _assert_identical(got: Any, want: Any, where: str = "result") -> None:
+    """``got`` equals ``want`` exactly, recursing through dicts, lists and tuples (NaN equals
+    NaN; arrays must match in shape and every bit of value)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), where
+        for key in want:
+            _assert_identical(got[key], want[key], f"{where}[{key!r}]")
+    elif isinstance(want, (list, tuple)) and not all(
+            isinstance(v, (int, float, np.number)) for v in want):
+        assert type(got) is type(want) and len(got) == len(want), where
+        for k, (g, w) in enumerate(zip(got, want)):
+            _assert_identical(g, w, f"{where}[{k}]")
+    elif isinstance(want, str):
+        assert got == want, where
+    else:
+        assert type(got) is type(want), f"{where}: {type(got)} vs {type(want)}"
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=where,
+                                      strict=True)
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_training_demo_gives_the_cpu_numbers_on_the_standin_device(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiny run on the stand-in device trains there (every update sees parameters on
+    'standin') and reports exactly the CPU's numbers: the stand-in computes with NumPy, and
+    every random draw is made on the host from the same seeds."""
+    cpu, cpu_devices = _tiny_run(name, "cpu", tmp_path / "cpu", monkeypatch)
+    cpu_out = capsys.readouterr().out
+    dev, dev_devices = _tiny_run(name, "standin", tmp_path / "standin", monkeypatch)
+    dev_out = capsys.readouterr().out
+    assert cpu_devices == {"cpu"} and dev_devices == {"standin"}
+    where = TINY[name][2]
+    assert where.format("cpu") in cpu_out and where.format("standin") in dev_out
+    _assert_identical(dev, cpu)
+    figures = sorted(p.name for p in (tmp_path / "cpu").iterdir())
+    assert figures and sorted(p.name for p in (tmp_path / "standin").iterdir()) == figures
+
+
+def test_identity_check_sees_a_difference() -> None:
+    """The comparison above fails on one differing bit, a NaN against a number, or a
+    float32 against the same value in float64."""
+    base = {"a": [1.0, 2.0], "b": {"c": (np.zeros(3), "x")}, "d": float("nan")}
+    for other in ({"a": [1.0, np.nextafter(2.0, 3.0)], "b": base["b"], "d": base["d"]},
+                  {"a": base["a"], "b": base["b"], "d": 0.0},
+                  {"a": base["a"], "b": {"c": (np.zeros(3, np.float32), "x")},
+                   "d": base["d"]}):
+        with pytest.raises(AssertionError):
+            _assert_identical(other, base)
+    _assert_identical({"a": [1.0, 2.0], "b": {"c": (np.zeros(3), "x")}, "d": float("nan")},
+                      base)
+
+
+@pytest.mark.parametrize("name", ["quickstart", *sorted(TINY)])
+def test_cuda_without_cupy_exits_2_naming_cupy(name: str, tmp_path: Path) -> None:
+    """--device cuda where CuPy cannot be imported (made so by replacing the backend's
+    import, so the test means the same on a machine with CuPy): the library's message, exit
+    status 2, no traceback, nothing run."""
+    code = ("import runpy, sys\n"
+            "import tinygrad_rnn.backend as backend\n"
+            "backend._try_cupy = lambda: None\n"
+            f"sys.argv = [{name!r}, '--device', 'cuda']\n"
+            f"runpy.run_path({str(ROOT / 'demos' / (name + '.py'))!r}, run_name='__main__')\n")
+    env = dict(os.environ, MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=str(tmp_path))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"{name}: error: device 'cuda' needs CuPy" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""

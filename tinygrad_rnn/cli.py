@@ -4,8 +4,10 @@ Subcommands
 -----------
 ``demo NAME``
     Run a demo from the repository's ``demos/`` folder (``quickstart``,
-    ``vanishing_gradients``, ...). The folder ships with the source repository, not inside the
-    installed package, so this works from a source checkout (``pip install -e .``).
+    ``vanishing_gradients``, ...); ``--quick``, ``--out``, ``--seed`` and ``--device`` are
+    passed on to the demos that accept them. The folder ships with the source repository,
+    not inside the installed package, so this works from a source checkout
+    (``pip install -e .``).
 ``gradcheck``
     float64 central-difference checks of every built-in op, the recurrent cells and the
     recurrent layers on random inputs; prints a table and exits 1 when any check fails.
@@ -165,7 +167,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     argv: list[str] = []
     given = (("--quick", [] if args.quick else None),
              ("--out", [args.out] if args.out is not None else None),
-             ("--seed", [str(args.seed)] if args.seed is not None else None))
+             ("--seed", [str(args.seed)] if args.seed is not None else None),
+             ("--device", [args.device] if args.device is not None else None))
     for flag, value in given:
         if value is None:
             continue
@@ -395,10 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo", help="run a demo from the repository's demos/ folder",
-        description="Run demos/NAME.py (source checkout). --quick, --out and --seed are "
-                    "passed on when the demo accepts them.",
+        description="Run demos/NAME.py (source checkout). --quick, --out, --seed and "
+                    "--device are passed on when the demo accepts them.",
         epilog="examples:\n  tinygrad-rnn demo quickstart --seed 3\n"
                "  tinygrad-rnn demo vanishing_gradients --quick --out out/vg\n"
+               "  tinygrad-rnn demo char_lm --quick --device cuda\n"
                "  tinygrad-rnn demo --list",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("name", nargs="?", metavar="NAME", help="the demo (see --list)")
@@ -406,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true", help="small sizes (if the demo has it)")
     demo.add_argument("--out", metavar="DIR", help="where figures go (if the demo has it)")
     demo.add_argument("--seed", type=int, metavar="N", help="random seed")
+    demo.add_argument("--device", choices=("cpu", "cuda", "standin"),
+                      help="where the demo's networks run (the demo's default: cpu); cuda "
+                           "needs CuPy and a GPU, standin is the test device")
 
     grad = sub.add_parser(
         "gradcheck", help="float64 gradient checks of every op, cell and layer",

@@ -297,7 +297,8 @@ def test_string_reversal_demo_runs_end_to_end(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("string_reversal_demo", path)
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)
-    result = demo.main(["--quick", "--steps", "8", "--out", str(tmp_path), "--seed", "3"])
+    result = demo.run(demo.parse_args(["--quick", "--steps", "8", "--out", str(tmp_path),
+                                       "--seed", "3"]))
     out = capsys.readouterr().out
     assert "greedy exact match on held-out strings" in out
     assert "overall held-out exact match" in out
