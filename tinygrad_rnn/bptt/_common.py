@@ -275,6 +275,25 @@ def backward_order(T: int, reverse: bool) -> range:
     return range(T) if reverse else range(T - 1, -1, -1)
 
 
+def backward_chunks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, int]]:
+    """Split the time indices into blocks ``(start, stop)`` of consecutive steps, listed in
+    the order backpropagation through time visits them (:func:`backward_order`).
+
+    The fused backward kernels compute their gate-derivative factors for one block at a time
+    with whole-block array operations, then run the per-step loop over the block. A block
+    holds about :data:`CHUNK_ELEMS` elements of a per-step array of ``step_elems`` elements
+    (at least one step), so its scratch buffers stay small and in cache, while each
+    whole-block operation still covers several steps (few calls per step).
+    """
+    size = max(1, min(T, CHUNK_ELEMS // max(1, step_elems)))
+    blocks = [(start, min(start + size, T)) for start in range(0, T, size)]
+    return blocks if reverse else blocks[::-1]
+
+
+#: Elements of a per-step gate array that one block of :func:`backward_chunks` holds.
+CHUNK_ELEMS = 1 << 17
+
+
 def combined_bias(bias_ih: Array | None, bias_hh: Array | None) -> Array | None:
     """b_ih + b_hh (either may be None; None when both are)."""
     if bias_ih is None:

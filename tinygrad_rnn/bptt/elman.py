@@ -181,7 +181,8 @@ class RNNGrads(NamedTuple):
     """Gradients of a whole Elman sequence.
 
     ``dh_all[t]`` is the total dL/dh_t at every time index t (loss at t plus everything that
-    flowed back through later steps); padded steps carry the gradient through unchanged.
+    flowed back through later steps); padded steps carry the gradient through unchanged. It is
+    None when :func:`rnn_backward` ran with ``state_grads=False``.
     """
 
     dx: Array
@@ -190,7 +191,7 @@ class RNNGrads(NamedTuple):
     dweight_hh: Array
     dbias_ih: Array | None
     dbias_hh: Array | None
-    dh_all: Array
+    dh_all: Array | None
 
 
 def rnn_forward(
@@ -282,7 +283,7 @@ def rnn_forward(
 
 
 def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache, *,
-                 input_grad: bool = True) -> RNNGrads:
+                 input_grad: bool = True, state_grads: bool = True) -> RNNGrads:
     """Backpropagation through time for :func:`rnn_forward`.
 
     Parameters
@@ -294,6 +295,9 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     input_grad : bool
         Compute ``dx`` (one GEMM); with False, ``dx`` is None (an input that needs no
         gradient, such as the data of a first layer).
+    state_grads : bool
+        Return ``dh_all``, the (T, N, H) total dL/dh_t of every step; with False it is None
+        and the loop keeps only the current step's (N, H) gradient.
 
     Returns
     -------
@@ -301,9 +305,10 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
 
     Math
     ----
-    (E3)-(E7). The factors phi'(a_t) of all steps are computed before the time loop; the loop
-    does only (E3), (E4) and the recurrent GEMM (E5); (E6), (E7) are one GEMM each over the
-    stacked T*N rows afterwards.
+    (E3)-(E7). The factors phi'(a_t) of all steps are computed before the time loop, straight
+    into the buffer of the gradients da; the loop does only (E3), (E4) (in place:
+    da_t = phi'(a_t) * dh_t) and the recurrent GEMM (E5); (E6), (E7) are one GEMM each over
+    the stacked T*N rows afterwards.
     """
     fname = "rnn_backward"
     x, states, mask = cache.x, cache.states, cache.mask
@@ -316,29 +321,31 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     slots = state_slots(T, cache.reverse)
     h_out = slots.out_all(states, T)            # (T, N, H) state produced at each t
 
-    # phi'(a_t) for every step at once (E4); zero at padded steps so they make no gradient
+    # da first holds phi'(a_t) for every step (E4), zero at padded steps so they make no
+    # gradient; the loop multiplies each step's by dh_t in place
+    da = xp.empty((T, N, H), dtype=dtype)       # gate pre-activation gradients, all steps
     if cache.nonlinearity == "tanh":
-        dphi = h_out * h_out
-        xp.subtract(1, dphi, out=dphi)
+        xp.multiply(h_out, h_out, out=da)
+        xp.subtract(1, da, out=da)
     else:
-        dphi = (h_out > 0).astype(dtype)
+        xp.copyto(da, h_out > 0)
     if mask is not None:
-        dphi *= mask.valid
+        da *= mask.valid
         if dhs is not None:
             dhs = dhs * mask.valid              # upstream at padded outputs is ignored (copy)
 
-    da = xp.empty((T, N, H), dtype=dtype)       # gate pre-activation gradients, all steps
-    dh_all = xp.empty((T, N, H), dtype=dtype)
+    dh_all = xp.empty((T, N, H), dtype=dtype) if state_grads else None
+    dh_step = xp.empty((N, H), dtype=dtype) if dh_all is None else None
     carried = zeros_or_copy(dh_n, (N, H), dtype, xp)   # what the step after t sends back
     w_hh = cache.weight_hh
     for t in backward_order(T, cache.reverse):
-        dh_t = dh_all[t]
+        dh_t = dh_step if dh_all is None else dh_all[t]
         # (E3) total dL/dh_t = gradient from the loss at t + gradient from step t+1
         if dhs is None:
             xp.copyto(dh_t, carried)
         else:
             xp.add(dhs[t], carried, out=dh_t)
-        xp.multiply(dh_t, dphi[t], out=da[t])                        # (E4)
+        da[t] *= dh_t                                                # (E4)
         xp.matmul(da[t], w_hh, out=carried)                          # (E5)
         if mask is not None:
             xp.copyto(carried, dh_t, where=mask.invalid[t])          # padded: pass through

@@ -62,7 +62,7 @@ from typing import Any, NamedTuple
 
 from ..backend import get_array_module
 from ._common import (
-    Array, StepMask, backward_order, bias_grads, check_grad_arg, check_lengths,
+    Array, StepMask, backward_chunks, backward_order, bias_grads, check_grad_arg, check_lengths,
     check_recurrent_args, forward_order, make_mask, sigmoid, state_slots,
     tanh_half_to_sigmoid_, zeros_or_copy,
 )
@@ -231,7 +231,8 @@ class GRUSequenceCache(NamedTuple):
 
 
 class GRUGrads(NamedTuple):
-    """Gradients of a whole GRU sequence; ``dh_all[t]`` is the total dL/dh_t at each t."""
+    """Gradients of a whole GRU sequence; ``dh_all[t]`` is the total dL/dh_t at each t (None
+    when :func:`gru_backward` ran with ``state_grads=False``)."""
 
     dx: Array
     dh0: Array
@@ -239,7 +240,7 @@ class GRUGrads(NamedTuple):
     dweight_hh: Array
     dbias_ih: Array | None
     dbias_hh: Array | None
-    dh_all: Array
+    dh_all: Array | None
 
 
 def gru_forward(
@@ -377,7 +378,7 @@ def gru_forward(
 
 
 def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache, *,
-                 input_grad: bool = True) -> GRUGrads:
+                 input_grad: bool = True, state_grads: bool = True) -> GRUGrads:
     """Backpropagation through time for :func:`gru_forward`, equations (G5)-(G11).
 
     Parameters
@@ -388,6 +389,9 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     input_grad : bool
         Compute ``dx`` (one GEMM); with False, ``dx`` is None (an input that needs no
         gradient, such as the data of a first layer).
+    state_grads : bool
+        Return ``dh_all``, the (T, N, H) total dL/dh_t of every step; with False it is None
+        and the loop keeps only the current step's (N, H) gradient.
 
     Returns
     -------
@@ -395,9 +399,11 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
 
     Notes
     -----
-    The gate-derivative factors of (G6)-(G8) are computed for all steps before the time
-    loop; the loop keeps only what depends on the recurrence; the weight and input gradients
-    are single GEMMs over the stacked T*N rows afterwards.
+    Time is processed in blocks of consecutive steps (:func:`backward_chunks`), last block
+    first. The gate-derivative factors of (G6)-(G8) are computed for a whole block at once
+    into small scratch buffers; the loop over the block's steps keeps only what depends on
+    the recurrence; the weight and input gradients are single GEMMs over the stacked T*N
+    rows afterwards.
     """
     fname = "gru_backward"
     x, states, gates, mask = cache.x, cache.states, cache.gates, cache.mask
@@ -410,29 +416,11 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     slots = state_slots(T, cache.reverse)
     after = cache.reset == "after"
     h_prev_all = slots.prev_all(states, T)               # (T, N, H)
-    r = gates[:, :, :H]
-    z = gates[:, :, H:2 * H]
-    n = gates[:, :, 2 * H:]
-
-    # gate-derivative factors for all steps at once
-    k_n = n * n
-    xp.subtract(1, k_n, out=k_n)
-    k_n *= 1 - z                                          # (G6): da_n = dh * k_n
-    k_z = h_prev_all - n
-    k_z *= z
-    k_z *= 1 - z                                          # (G7): da_z = dh * k_z
-    k_r = r * (1 - r)
-    k_r *= cache.hn if after else h_prev_all              # (G8): da_r = (da_n | drh) * k_r
-    z_pass = z                                            # dh_prev gets dh * z (G9)
-    if mask is not None:
-        k_n *= mask.valid                                 # padded steps make no gradient ...
-        k_z *= mask.valid
-        z_pass = xp.where(mask.invalid, xp.ones((), dtype=dtype), z)   # ... and pass dh on
-        if dhs is not None:
-            dhs = dhs * mask.valid                        # upstream at padded outputs ignored
+    r_all = gates[:, :, :H]
 
     da_x = xp.empty((T, N, 3 * H), dtype=dtype)          # [da_r, da_z, da_n] for W_ih
-    dh_all = xp.empty((T, N, H), dtype=dtype)
+    dh_all = xp.empty((T, N, H), dtype=dtype) if state_grads else None
+    dh_step = xp.empty((N, H), dtype=dtype) if dh_all is None else None
     carried = zeros_or_copy(dh_n, (N, H), dtype, xp)
     tmp = xp.empty((N, H), dtype=dtype)
     weight_hh = cache.weight_hh
@@ -442,30 +430,65 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         w_hrz = weight_hh[:2 * H]
         w_hn = weight_hh[2 * H:]
         drh = xp.empty((N, H), dtype=dtype)
+    blocks = backward_chunks(T, cache.reverse, N * 3 * H)
+    size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
+    k_n_buf, k_z_buf, k_r_buf = (xp.empty((size, N, H), dtype=dtype) for _ in range(3))
+    if mask is not None:
+        z_pass_buf = xp.empty((size, N, H), dtype=dtype)
+        dhs_buf = xp.empty((size, N, H), dtype=dtype) if dhs is not None else None
 
-    for t in backward_order(T, cache.reverse):
-        dh_t = dh_all[t]
-        # (G5) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-        if dhs is None:
-            xp.copyto(dh_t, carried)
-        else:
-            xp.add(dhs[t], carried, out=dh_t)
-        da_n = da_x[t, :, 2 * H:]
-        xp.multiply(dh_t, k_n[t], out=da_n)                          # (G6)
-        if after:
-            xp.multiply(dh_t, k_z[t], out=da_h[t, :, H:2 * H])       # (G7)
-            xp.multiply(da_n, k_r[t], out=da_h[t, :, :H])            # (G8) da_r
-            xp.multiply(da_n, r[t], out=da_h[t, :, 2 * H:])          # (G8) dhn
-            xp.matmul(da_h[t], weight_hh, out=carried)               # (G9)
-        else:
-            xp.multiply(dh_t, k_z[t], out=da_x[t, :, H:2 * H])       # (G7)
-            xp.matmul(da_n, w_hn, out=drh)                           # (G8') d(r*h_prev)
-            xp.multiply(drh, k_r[t], out=da_x[t, :, :H])             # (G8') da_r
-            xp.matmul(da_x[t, :, :2 * H], w_hrz, out=carried)        # (G9)
-            xp.multiply(drh, r[t], out=tmp)
-            carried += tmp                                           # (G9)
-        xp.multiply(dh_t, z_pass[t], out=tmp)
-        carried += tmp                                               # (G9) direct path
+    for t0, t1 in blocks:
+        # gate-derivative factors of the block's steps
+        r = r_all[t0:t1]
+        z = gates[t0:t1, :, H:2 * H]
+        n = gates[t0:t1, :, 2 * H:]
+        k_n, k_z, k_r = k_n_buf[:t1 - t0], k_z_buf[:t1 - t0], k_r_buf[:t1 - t0]
+        xp.multiply(n, n, out=k_n)
+        xp.subtract(1, k_n, out=k_n)
+        k_n *= 1 - z                                      # (G6): da_n = dh * k_n
+        xp.subtract(h_prev_all[t0:t1], n, out=k_z)
+        k_z *= z
+        k_z *= 1 - z                                      # (G7): da_z = dh * k_z
+        xp.subtract(1, r, out=k_r)
+        k_r *= r
+        k_r *= cache.hn[t0:t1] if after else h_prev_all[t0:t1]   # (G8): da_r = (da_n | drh) * k_r
+        z_pass = z                                        # dh_prev gets dh * z (G9)
+        dhs_b = dhs[t0:t1] if dhs is not None else None
+        if mask is not None:
+            valid = mask.valid[t0:t1]
+            k_n *= valid                                  # padded steps make no gradient ...
+            k_z *= valid
+            z_pass = z_pass_buf[:t1 - t0]
+            xp.copyto(z_pass, z)
+            xp.copyto(z_pass, 1, where=mask.invalid[t0:t1])   # ... and pass dh on
+            if dhs is not None:
+                dhs_b = dhs_buf[:t1 - t0]
+                xp.multiply(dhs[t0:t1], valid, out=dhs_b)     # upstream at padded outputs ignored
+
+        for t in backward_order(t1 - t0, cache.reverse):
+            ts = t0 + t                                   # the time index of this step
+            dh_t = dh_step if dh_all is None else dh_all[ts]
+            # (G5) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+            if dhs is None:
+                xp.copyto(dh_t, carried)
+            else:
+                xp.add(dhs_b[t], carried, out=dh_t)
+            da_n = da_x[ts, :, 2 * H:]
+            xp.multiply(dh_t, k_n[t], out=da_n)                          # (G6)
+            if after:
+                xp.multiply(dh_t, k_z[t], out=da_h[ts, :, H:2 * H])      # (G7)
+                xp.multiply(da_n, k_r[t], out=da_h[ts, :, :H])           # (G8) da_r
+                xp.multiply(da_n, r[t], out=da_h[ts, :, 2 * H:])         # (G8) dhn
+                xp.matmul(da_h[ts], weight_hh, out=carried)              # (G9)
+            else:
+                xp.multiply(dh_t, k_z[t], out=da_x[ts, :, H:2 * H])      # (G7)
+                xp.matmul(da_n, w_hn, out=drh)                           # (G8') d(r*h_prev)
+                xp.multiply(drh, k_r[t], out=da_x[ts, :, :H])            # (G8') da_r
+                xp.matmul(da_x[ts, :, :2 * H], w_hrz, out=carried)       # (G9)
+                xp.multiply(drh, r[t], out=tmp)
+                carried += tmp                                           # (G9)
+            xp.multiply(dh_t, z_pass[t], out=tmp)
+            carried += tmp                                               # (G9) direct path
 
     x2 = x.reshape(T * N, D)
     h_prev2 = h_prev_all.reshape(T * N, H)

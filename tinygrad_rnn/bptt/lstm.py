@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 
 from ..backend import get_array_module
 from ._common import (
-    Array, StepMask, backward_order, bias_grads, check_grad_arg, check_lengths,
+    Array, StepMask, backward_chunks, backward_order, bias_grads, check_grad_arg, check_lengths,
     check_recurrent_args, combined_bias, forward_order, make_mask, sigmoid, state_slots,
     tanh_half_to_sigmoid_, zeros_or_copy,
 )
@@ -250,14 +250,15 @@ class LSTMSequenceCache(NamedTuple):
     (one in-place sigmoid per step) and the gates multiplied by dc_t in (L10) form another
     (one multiply per step in backward). ``weight_ih_o`` / ``weight_hh_o`` are the weights
     with rows in that order. ``h_states`` / ``c_states`` are (T + 1, N, H) buffers laid out as
-    in :class:`tinygrad_rnn.bptt._common.StateSlots`; ``tanh_c`` is (T, N, H).
+    in :class:`tinygrad_rnn.bptt._common.StateSlots`. tanh(c_t) is not kept: backward
+    recomputes it from ``c_states`` (the same ``tanh`` on the same numbers, so the same bits),
+    which saves a (T, N, H) array for the whole time between forward and backward.
     """
 
     x: Array
     gates: Array
     h_states: Array
     c_states: Array
-    tanh_c: Array
     weight_ih_o: Array
     weight_hh_o: Array
     weight_ch: Array | None
@@ -271,7 +272,8 @@ class LSTMSequenceCache(NamedTuple):
 class LSTMGrads(NamedTuple):
     """Gradients of a whole LSTM sequence.
 
-    ``dh_all[t]`` / ``dc_all[t]`` are the total dL/dh_t and dL/dc_t at every time index t.
+    ``dh_all[t]`` / ``dc_all[t]`` are the total dL/dh_t and dL/dc_t at every time index t
+    (both None when :func:`lstm_backward` ran with ``state_grads=False``).
     """
 
     dx: Array
@@ -282,8 +284,8 @@ class LSTMGrads(NamedTuple):
     dbias_ih: Array | None
     dbias_hh: Array | None
     dweight_ch: Array | None
-    dh_all: Array
-    dc_all: Array
+    dh_all: Array | None
+    dc_all: Array | None
 
 
 def lstm_forward(
@@ -367,9 +369,9 @@ def lstm_forward(
     c_states = xp.empty((T + 1, N, H), dtype=dtype)
     h_states[slots.initial] = h0
     c_states[slots.initial] = c0
-    tanh_c = xp.empty((T, N, H), dtype=dtype)
     rec = xp.empty((G * H, N), dtype=dtype)   # recurrent GEMM output, column form
     tmp = xp.empty((N, H), dtype=dtype)
+    tc = xp.empty((N, H), dtype=dtype)        # tanh(c_t) of the current step
     if weight_ch is not None:
         # 0.5-scaled peepholes for the gates that see c_{t-1} (i, f or f) and for o
         w_c_prev = (weight_ch[:-H] * 0.5).reshape(G - 2, H)
@@ -410,7 +412,6 @@ def lstm_forward(
             o += tmp                                                 # (L5) peephole on c_t
             xp.tanh(o, out=o)
             tanh_half_to_sigmoid_(o)                                 # (L5)
-        tc = tanh_c[t]
         xp.tanh(c_t, out=tc)
         xp.multiply(o, tc, out=h_t)                                  # (L6)
         if mask is not None:
@@ -421,14 +422,14 @@ def lstm_forward(
     hs = out_states * mask.valid if mask is not None else out_states.copy()
     h_n = h_states[slots.final].copy()
     c_n = c_states[slots.final].copy()
-    cache = LSTMSequenceCache(x, gates, h_states, c_states, tanh_c, w_ih_o, w_hh_o, weight_ch,
+    cache = LSTMSequenceCache(x, gates, h_states, c_states, w_ih_o, w_hh_o, weight_ch,
                               coupled, bias_ih is not None, bias_hh is not None, mask, reverse)
     return hs, h_n, c_n, cache
 
 
 def lstm_backward(
     dhs: Array | None, dh_n: Array | None, dc_n: Array | None, cache: LSTMSequenceCache,
-    *, input_grad: bool = True,
+    *, input_grad: bool = True, state_grads: bool = True,
 ) -> LSTMGrads:
     """Backpropagation through time for :func:`lstm_forward`, equations (L7)-(L13).
 
@@ -436,10 +437,14 @@ def lstm_backward(
     ----------
     dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
     dh_n, dc_n : (N, H) upstream gradients of the final states, or None (zeros).
-    cache : from :func:`lstm_forward`.
+    cache : from :func:`lstm_forward`; only read, so backward can run on it again.
     input_grad : bool
         Compute ``dx`` (one GEMM); with False, ``dx`` is None (an input that needs no
         gradient, such as the data of a first layer).
+    state_grads : bool
+        Return ``dh_all`` and ``dc_all``, the (T, N, H) total dL/dh_t and dL/dc_t of every
+        step; with False they are None and the loop keeps only the current step's (N, H)
+        gradients (two (T, N, H) arrays less).
 
     Returns
     -------
@@ -448,10 +453,14 @@ def lstm_backward(
 
     Notes
     -----
-    All gate-derivative factors of (L8)-(L11) are computed for every step before the time
-    loop. The loop does (L7), (L9), one multiply for da_o, one for (da_i, da_f, da_g) (they
-    are contiguous in the internal order), (L11) and the recurrent GEMM (L12). The input and
-    weight gradients are single GEMMs over the stacked T*N rows afterwards.
+    Time is processed in blocks of consecutive steps (:func:`backward_chunks`), last block
+    first. For a block, the gate-derivative factors of (L8)-(L10) are computed with
+    whole-block operations straight into the block's rows of the ``da`` buffer, and the
+    factor ``p`` of (L9) into a small scratch buffer. The loop over the block's steps then
+    turns the factors into gradients in place: (L7), (L9), one multiply for da_o, one for
+    (da_i, da_f, da_g) (they are contiguous in the internal order), (L11) and the recurrent
+    GEMM (L12). The input and weight gradients are single GEMMs over the stacked T*N rows
+    afterwards.
     """
     fname = "lstm_backward"
     c = cache
@@ -468,47 +477,21 @@ def lstm_backward(
     slots = state_slots(T, c.reverse)
     peep = c.weight_ch
     c_prev_all = slots.prev_all(c.c_states, T)           # (T, N, H)
+    c_out_all = slots.out_all(c.c_states, T)             # (T, N, H)
     gates = c.gates
-    o = gates[:, :, :H]
-    f = gates[:, :, S - H:S]
-    g = gates[:, :, S:]
-    tanh_c = c.tanh_c
 
-    # ---- factors for all steps at once: da = k * (dh for o, dc for the rest) ---------------
-    k_blocks = xp.empty((T, N, G, H), dtype=dtype)       # one (T, N, H) block per gate
-    k = k_blocks.reshape(T, N, G * H)
-    sig = gates[:, :, :S]
-    k_sig = k[:, :, :S]
-    xp.subtract(1, sig, out=k_sig)
-    k_sig *= sig                                          # sigma (1 - sigma) for o, i, f
-    k[:, :, :H] *= tanh_c                                 # (L8)  da_o = dh * k_o
-    k_g = k[:, :, S:]
-    xp.multiply(g, g, out=k_g)
-    xp.subtract(1, k_g, out=k_g)                          # 1 - g^2
-    if coupled:
-        k_g *= 1 - f                                      # (L10) da_g = dc * (1 - f)(1 - g^2)
-        k[:, :, H:2 * H] *= c_prev_all - g                # (L10) da_f
-    else:
-        k_g *= gates[:, :, H:2 * H]                       # (L10) da_g = dc * i (1 - g^2)
-        k[:, :, H:2 * H] *= g                             # (L10) da_i = dc * g i (1 - i)
-        k[:, :, 2 * H:3 * H] *= c_prev_all                # (L10) da_f = dc * c_prev f (1 - f)
-    p = tanh_c * tanh_c
-    xp.subtract(1, p, out=p)
-    p *= o                                                # (L9)  dc += dh * p
-    f_pass = f                                            # (L11) dc_prev = dc * f_pass
-    if mask is not None:
-        k *= mask.valid                                   # padded steps make no gradient ...
-        p *= mask.valid
-        f_pass = xp.where(mask.invalid, xp.ones((), dtype=dtype), f)   # ... and pass dc on
-        if dhs is not None:
-            dhs = dhs * mask.valid                        # upstream at padded outputs ignored
-    k_dc = k_blocks[:, :, 1:]                             # the gates multiplied by dc
-
+    # da[t] first holds the factors k[t] of step t, then (in the loop) its gradients:
+    # da_o = dh_t * k_o and (da_i, da_f, da_g) = dc_t * (k_i, k_f, k_g)
     da_blocks = xp.empty((T, N, G, H), dtype=dtype)       # pre-activation grads, internal order
     da = da_blocks.reshape(T, N, G * H)
-    da_dc = da_blocks[:, :, 1:]
-    dh_all = xp.empty((T, N, H), dtype=dtype)
-    dc_all = xp.empty((T, N, H), dtype=dtype)
+    da_dc = da_blocks[:, :, 1:]                           # the gates multiplied by dc
+    if state_grads:
+        dh_all = xp.empty((T, N, H), dtype=dtype)
+        dc_all = xp.empty((T, N, H), dtype=dtype)
+    else:
+        dh_all = dc_all = None
+        dh_step = xp.empty((N, H), dtype=dtype)
+        dc_step = xp.empty((N, H), dtype=dtype)
     dh_carried = zeros_or_copy(dh_n, (N, H), dtype, xp)
     dc_carried = zeros_or_copy(dc_n, (N, H), dtype, xp)
     tmp = xp.empty((N, H), dtype=dtype)
@@ -517,32 +500,81 @@ def lstm_backward(
         w_co = peep[-H:]
         w_c_prev = peep[:-H].reshape(G - 2, H)           # (w_ci, w_cf) or (w_cf,)
         peep_tmp = xp.empty((N, G - 2, H), dtype=dtype)
+    blocks = backward_chunks(T, c.reverse, N * G * H)
+    size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
+    tc_buf = xp.empty((size, N, H), dtype=dtype)
+    p_buf = xp.empty((size, N, H), dtype=dtype)
+    if mask is not None:
+        f_pass_buf = xp.empty((size, N, H), dtype=dtype)
+        dhs_buf = xp.empty((size, N, H), dtype=dtype) if dhs is not None else None
 
-    for t in backward_order(T, c.reverse):
-        dh_t = dh_all[t]
-        dc_t = dc_all[t]
-        # (L7) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-        if dhs is None:
-            xp.copyto(dh_t, dh_carried)
+    for t0, t1 in blocks:
+        # ---- factors of the block's steps: da = k * (dh for o, dc for the rest) -----------
+        k = da[t0:t1]
+        a = gates[t0:t1]
+        o = a[:, :, :H]
+        f = a[:, :, S - H:S]
+        g = a[:, :, S:]
+        tc = tc_buf[:t1 - t0]
+        xp.tanh(c_out_all[t0:t1], out=tc)                     # tanh(c_t), as in forward
+        sig = a[:, :, :S]
+        k_sig = k[:, :, :S]
+        xp.subtract(1, sig, out=k_sig)
+        k_sig *= sig                                          # sigma (1 - sigma) for o, i, f
+        k[:, :, :H] *= tc                                     # (L8)  da_o = dh * k_o
+        k_g = k[:, :, S:]
+        xp.multiply(g, g, out=k_g)
+        xp.subtract(1, k_g, out=k_g)                          # 1 - g^2
+        if coupled:
+            k_g *= 1 - f                                      # (L10) da_g = dc * (1 - f)(1 - g^2)
+            k[:, :, H:2 * H] *= c_prev_all[t0:t1] - g         # (L10) da_f
         else:
-            xp.add(dhs[t], dh_carried, out=dh_t)
-        da_o = da[t, :, :H]
-        xp.multiply(dh_t, k[t, :, :H], out=da_o)                     # (L8)
-        # (L9) total dL/dc_t = carried dc + path through h_t (+ path through o's peephole)
-        xp.multiply(dh_t, p[t], out=dc_t)
-        dc_t += dc_carried
-        if peep is not None:
-            xp.multiply(da_o, w_co, out=tmp)
-            dc_t += tmp
-        xp.multiply(dc_t[:, None, :], k_dc[t], out=da_dc[t])         # (L10) da_i, da_f, da_g
-        xp.multiply(dc_t, f_pass[t], out=dc_carried)                 # (L11)
-        if peep is not None:
-            xp.multiply(da_dc[t, :, :G - 2], w_c_prev, out=peep_tmp)
-            for j in range(G - 2):
-                dc_carried += peep_tmp[:, j]                         # (L11) peepholes
-        xp.matmul(da[t], w_hh_o, out=dh_carried)                     # (L12)
+            k_g *= a[:, :, H:2 * H]                           # (L10) da_g = dc * i (1 - g^2)
+            k[:, :, H:2 * H] *= g                             # (L10) da_i = dc * g i (1 - i)
+            k[:, :, 2 * H:3 * H] *= c_prev_all[t0:t1]         # (L10) da_f = dc * c_prev f (1 - f)
+        p = p_buf[:t1 - t0]
+        xp.multiply(tc, tc, out=p)
+        xp.subtract(1, p, out=p)
+        p *= o                                                # (L9)  dc += dh * p
+        f_pass = f                                            # (L11) dc_prev = dc * f_pass
+        dhs_b = dhs[t0:t1] if dhs is not None else None
         if mask is not None:
-            xp.copyto(dh_carried, dh_t, where=mask.invalid[t])       # padded: pass through
+            valid = mask.valid[t0:t1]
+            k *= valid                                        # padded steps make no gradient ...
+            p *= valid
+            f_pass = f_pass_buf[:t1 - t0]
+            xp.copyto(f_pass, f)
+            xp.copyto(f_pass, 1, where=mask.invalid[t0:t1])   # ... and pass dc on
+            if dhs is not None:
+                dhs_b = dhs_buf[:t1 - t0]
+                xp.multiply(dhs[t0:t1], valid, out=dhs_b)     # upstream at padded outputs ignored
+
+        for t in backward_order(t1 - t0, c.reverse):
+            ts = t0 + t                                       # the time index of this step
+            dh_t = dh_step if dh_all is None else dh_all[ts]
+            dc_t = dc_step if dc_all is None else dc_all[ts]
+            # (L7) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+            if dhs is None:
+                xp.copyto(dh_t, dh_carried)
+            else:
+                xp.add(dhs_b[t], dh_carried, out=dh_t)
+            da_o = k[t, :, :H]
+            da_o *= dh_t                                                 # (L8)
+            # (L9) total dL/dc_t = carried dc + path through h_t (+ path through o's peephole)
+            xp.multiply(dh_t, p[t], out=dc_t)
+            dc_t += dc_carried
+            if peep is not None:
+                xp.multiply(da_o, w_co, out=tmp)
+                dc_t += tmp
+            da_dc[ts] *= dc_t[:, None, :]                                # (L10) da_i, da_f, da_g
+            xp.multiply(dc_t, f_pass[t], out=dc_carried)                 # (L11)
+            if peep is not None:
+                xp.multiply(da_dc[ts, :, :G - 2], w_c_prev, out=peep_tmp)
+                for j in range(G - 2):
+                    dc_carried += peep_tmp[:, j]                         # (L11) peepholes
+            xp.matmul(k[t], w_hh_o, out=dh_carried)                      # (L12)
+            if mask is not None:
+                xp.copyto(dh_carried, dh_t, where=mask.invalid[ts])      # padded: pass through
 
     da2 = da.reshape(T * N, G * H)
     dweight_ih = _o_last(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)               # (L13)
@@ -553,7 +585,6 @@ def lstm_backward(
     dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
     dweight_ch = None
     if peep is not None:
-        c_out_all = slots.out_all(c.c_states, T)
         d_co = (da[:, :, :H] * c_out_all).sum(axis=(0, 1))                           # (L13)
         d_c_prev = (da_dc[:, :, :G - 2] * c_prev_all[:, :, None, :]).sum(axis=(0, 1))
         dweight_ch = xp.concatenate([d_c_prev.reshape(-1), d_co])                    # (L13)

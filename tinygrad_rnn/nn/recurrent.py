@@ -116,15 +116,17 @@ class FusedRecurrent(Function):
     @staticmethod
     def backward(ctx: Context, *grad_outs: Any) -> tuple:
         need_dx = ctx.needs_input_grad[0]  # skip the dx GEMM for data that needs no gradient
+        # the (T, N, H) per-step state gradients only when a recorder asks for them
+        keep = dict(input_grad=need_dx, state_grads=ctx.recorder is not None)
         if ctx.mode == "LSTM":
             dhs, dh_n, dc_n = grad_outs
-            grads = bptt.lstm_backward(dhs, dh_n, dc_n, ctx.cache, input_grad=need_dx)
+            grads = bptt.lstm_backward(dhs, dh_n, dc_n, ctx.cache, **keep)
         elif ctx.mode == "GRU":
             dhs, dh_n = grad_outs
-            grads = bptt.gru_backward(dhs, dh_n, ctx.cache, input_grad=need_dx)
+            grads = bptt.gru_backward(dhs, dh_n, ctx.cache, **keep)
         else:
             dhs, dh_n = grad_outs
-            grads = bptt.rnn_backward(dhs, dh_n, ctx.cache, input_grad=need_dx)
+            grads = bptt.rnn_backward(dhs, dh_n, ctx.cache, **keep)
         if ctx.recorder is not None:
             ctx.recorder.store(ctx.key, "h", grads.dh_all)
             if ctx.mode == "LSTM":
