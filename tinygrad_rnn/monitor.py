@@ -17,8 +17,8 @@ are, and only the resulting numbers (a float per parameter, a (T,) vector per re
 state gradient) are copied to the host, explicitly, for the history. The analysis functions
 (:func:`step_jacobians`, :func:`spectral_radius`, :func:`singular_values`,
 :func:`pascanu_bound`) copy the parameters and inputs to the host explicitly and work there
-in float64: the matrices are small (H x H), and CuPy has no eigenvalue solver for general
-(non-symmetric) matrices.
+in float64: the matrices are small (H x H), and a solver for the eigenvalues of general
+(non-symmetric) matrices is not in every CuPy release the gpu extra allows.
 
 The vanishing-gradient argument in one line (docs/vanishing.md derives it): for the Elman
 RNN, dh_T/dh_t = prod_{s=t+1}^{T} diag(f'(a_s)) W_hh, so
@@ -200,7 +200,7 @@ class GradientMonitor:
 # ------------------------------------------------------------------------- analysis
 def spectral_radius(W: Any) -> float:
     """max |eigenvalue| of a square matrix (copied to the host explicitly when it is on a
-    device: CuPy has no general eigenvalue solver)."""
+    device: general eigenvalue solvers are not in every CuPy release)."""
     W = _host(_raw(W))
     return float(np.max(np.abs(np.linalg.eigvals(W.astype(np.float64))))) if W.size else 0.0
 

@@ -13,8 +13,8 @@ target's device explicitly (``xp.asarray``), so a seed gives the same values on 
 :func:`orthogonal_` and :func:`orthogonal_blocks_` also run their QR factorisation on the
 host, for the same reason. Deterministic fills (:func:`constant_`, :func:`eye_`,
 :func:`set_forget_bias_`, :func:`scale_to_spectral_radius_`) work on the device directly.
-:func:`spectral_radius` copies the matrix to the host explicitly: CuPy has no general
-(non-symmetric) eigenvalue solver, and the matrix is small.
+:func:`spectral_radius` copies the matrix to the host explicitly: the matrix is small, and a
+general (non-symmetric) eigenvalue solver is not in every CuPy release.
 
 Fans follow torch: for a weight of shape ``(out, in, *k)``, ``fan_in = in * prod(k)`` and
 ``fan_out = out * prod(k)``; a Linear weight ``(out_features, in_features)`` has
