@@ -201,9 +201,35 @@ def _run_hooks(hooks: Iterable[Callable], grad: Any) -> Any:
     return grad
 
 
+def _output_grads(node: Context, slots: list) -> list:
+    """The upstream gradient of each of ``node``'s outputs: zeros for an output that got
+    none, then the output's hooks, then its retained ``.grad``."""
+    grad_outs = []
+    for i, acc in enumerate(slots):
+        if acc is None:
+            shape, dtype, xp = node.out_meta[i]
+            g = xp.zeros(shape, dtype=dtype)
+        else:
+            g = acc.value
+        hooks = node.out_hooks.get(i) if node.out_hooks else None
+        if hooks:
+            g = _run_hooks(hooks, g)
+        ref = node.out_retain.get(i) if node.out_retain else None
+        if ref is not None:
+            t = ref()
+            if t is not None:
+                _accumulate_into_grad(t, g)
+        grad_outs.append(g)
+    return grad_outs
+
+
 def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
     """Backpropagate ``grad`` (dL/droot) from tensor ``root`` to every leaf that requires
-    a gradient, accumulating into ``leaf.grad``. Called by :meth:`Tensor.backward`."""
+    a gradient, accumulating into ``leaf.grad``. Called by :meth:`Tensor.backward`.
+
+    The loop body runs once per node of the graph, so the common case (one output, no
+    hooks, gradients already of their input's shape, dtype and array type) takes the
+    shortest path; everything else goes through the general helpers."""
     if root._ctx is None:
         if root.requires_grad:
             g = _run_hooks(root._hooks, grad)
@@ -211,54 +237,51 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
         return
 
     order = _topological_order(root._ctx)
-    pending: dict[int, list] = {id(root._ctx): [None] * root._ctx.n_outputs}
-    pending[id(root._ctx)][root._out_index] = _Accum(grad)
+    # node -> one _Accum (or None) per output; nodes are keyed by identity
+    pending: dict[Context, list] = {root._ctx: [None] * root._ctx.n_outputs}
+    pending[root._ctx][root._out_index] = _Accum(grad)
     leaves: dict[int, list] = {}  # id -> [tensor, _Accum], in order of first arrival
 
     for node in reversed(order):
-        slots = pending.pop(id(node), None)
+        slots = pending.pop(node, None)
         if slots is None:
             continue
-        _check_versions(node)
-        grad_outs = []
-        for i, acc in enumerate(slots):
-            if acc is None:
-                shape, dtype, xp = node.out_meta[i]
-                g = xp.zeros(shape, dtype=dtype)
-            else:
-                g = acc.value
-            hooks = node.out_hooks.get(i) if node.out_hooks else None
-            if hooks:
-                g = _run_hooks(hooks, g)
-            ref = node.out_retain.get(i) if node.out_retain else None
-            if ref is not None:
-                t = ref()
-                if t is not None:
-                    _accumulate_into_grad(t, g)
-            grad_outs.append(g)
+        if node.saved_versions:
+            _check_versions(node)
+        if node.out_hooks or node.out_retain or len(slots) != 1:
+            grad_outs = _output_grads(node, slots)
+        else:  # one output, no hooks: its gradient goes to backward as it is
+            grad_outs = (slots[0].value,)
 
         in_grads = node.fn.backward(node, *grad_outs)
         if not isinstance(in_grads, tuple):
             in_grads = (in_grads,)
-        if len(in_grads) != len(node.inputs):
+        inputs = node.inputs
+        if len(in_grads) != len(inputs):
             raise RuntimeError(
                 f"{node.name}.backward returned {len(in_grads)} gradients for "
-                f"{len(node.inputs)} inputs"
+                f"{len(inputs)} inputs"
             )
-        for k, (t, g) in enumerate(zip(node.inputs, in_grads)):
-            if g is None or not node.needs_input_grad[k]:
+        needs = node.needs_input_grad
+        for k, g in enumerate(in_grads):
+            if g is None or not needs[k]:
                 continue
-            g = _fit_grad(node, k, g, t)
-            if t._ctx is None:
+            t = inputs[k]
+            d = t._data
+            # a gradient of its input's array type, shape and dtype needs no fitting
+            if type(g) is not type(d) or g.shape != d.shape or g.dtype != d.dtype:
+                g = _fit_grad(node, k, g, t)
+            parent = t._ctx
+            if parent is None:
                 entry = leaves.get(id(t))
                 if entry is None:
                     leaves[id(t)] = [t, _Accum(g)]
                 else:
                     entry[1].add(g)
             else:
-                slots_t = pending.get(id(t._ctx))
+                slots_t = pending.get(parent)
                 if slots_t is None:
-                    slots_t = pending[id(t._ctx)] = [None] * t._ctx.n_outputs
+                    slots_t = pending[parent] = [None] * parent.n_outputs
                 acc = slots_t[t._out_index]
                 if acc is None:
                     slots_t[t._out_index] = _Accum(g)

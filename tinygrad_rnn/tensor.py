@@ -13,12 +13,12 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import engine
+from .engine import _GradMode
 from .backend import (
     DEFAULT_FLOAT, device_of, get_array_module, is_float_dtype, module_for_device,
     normalize_device, result_float_dtype, to_device,
 )
 from . import backend as _backend
-from .ops import base as _base
 from .ops import (
     Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
     Max, Maximum, Mean, Minimum, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Softmax, Split, Sqrt,
@@ -737,8 +737,14 @@ def _share_versions(results: tuple, tensors: tuple) -> None:
     a silently wrong gradient)."""
     for r in results:
         o = r._data
-        if getattr(o, "base", None) is None and not any(o is t._data for t in tensors):
-            continue
+        if getattr(o, "base", None) is None:
+            # not a view: only an input returned as it is can share memory (cheap check,
+            # as most ops return a fresh array)
+            for t in tensors:
+                if o is t._data:
+                    break
+            else:
+                continue
         xp = get_array_module(o)
         for t in tensors:
             if xp.may_share_memory(o, t._data):
@@ -768,51 +774,92 @@ def _check_devices(fn: type, tensors: tuple, const: tuple | None = None) -> None
             )
 
 
+def _saved_versions(ctx: Context, tensors: tuple, results: tuple) -> list:
+    """(counter, version now, "input"/"output", index, shape) for every saved array that is
+    an input's or an output's data; the engine checks them before the node's backward."""
+    versions = []
+    for a in ctx.saved_arrays:
+        for k, t in enumerate(tensors):
+            if a is t._data:
+                versions.append((t._version, t._version.value, "input", k, a.shape))
+        for k, r in enumerate(results):
+            if a is r._data:
+                versions.append((r._version, r._version.value, "output", k, a.shape))
+    return versions
+
+
+def _mixed_float_dtypes(tensors: tuple, outs: tuple) -> bool:
+    """True when the op's inputs and outputs hold more than one float dtype (then the
+    engine casts each input gradient to its input's dtype)."""
+    if len(outs) == 1:  # the common case, one output with its inputs' dtype: no sets needed
+        dtype = outs[0].dtype
+        for t in tensors:
+            d = t._data.dtype
+            if d is not dtype and d != dtype:
+                break
+        else:
+            return False
+    dtypes = {t._data.dtype for t in tensors}
+    dtypes.update(o.dtype for o in outs)
+    return len({d for d in dtypes if d.kind == "f"}) > 1
+
+
 def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
-    requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`."""
+    requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`.
+
+    This runs once per op, so the common case (all inputs tensors of one array type, one
+    output, nothing saved) takes plain loops and builds no list, set or tuple it does not
+    need; the general cases branch off."""
     tensors = inputs
-    if not all(isinstance(x, Tensor) for x in inputs):  # scalars and arrays become tensors
-        tensors_in = [x for x in inputs if isinstance(x, Tensor)]
-        float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
-        first = tensors_in[0] if tensors_in else None
-        tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
+    for x in inputs:
+        if not isinstance(x, Tensor):  # scalars and arrays become tensors
+            tensors_in = [x for x in inputs if isinstance(x, Tensor)]
+            float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
+            first = tensors_in[0] if tensors_in else None
+            tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
+            break
     if tensors:
+        # one array type means one device; only a mismatch pays for the full check
         t0 = type(tensors[0]._data)
         for t in tensors:
             if type(t._data) is not t0:
                 _check_devices(fn, tensors)
                 break
-        for name, v in constants.items():
-            if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
-                _check_devices(fn, tensors, (name, v))
+        # an array constant (a mask) can be on a device only once that device's module loaded
+        if constants and _backend._DEVICE_MODULES:
+            for name, v in constants.items():
+                if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
+                    _check_devices(fn, tensors, (name, v))
     ctx = Context(fn)
-    record = engine.is_grad_enabled() and any(t._requires_grad for t in tensors)
-    ctx.needs_input_grad = tuple(t._requires_grad and record for t in tensors)
-    raw = fn.forward(ctx, *(t._data for t in tensors), **constants)
+    if _GradMode.enabled:
+        needs = tuple([t._requires_grad for t in tensors])
+        record = True in needs
+    else:
+        needs = (False,) * len(tensors)
+        record = False
+    ctx.needs_input_grad = needs
+    raw = fn.forward(ctx, *[t._data for t in tensors], **constants)
     multi = isinstance(raw, tuple)
-    outs = raw if multi else (raw,)
-    results = tuple(Tensor._wrap(o) for o in outs)
+    if multi:
+        outs = raw
+        results = tuple([Tensor._wrap(o) for o in raw])
+    else:
+        outs = (raw,)
+        results = (Tensor._wrap(raw),)
     _share_versions(results, tensors)
     if record:
         ctx.inputs = tensors
         ctx.n_outputs = len(outs)
-        xp = get_array_module(*outs)
-        ctx.out_meta = tuple((o.shape, o.dtype, xp) for o in outs)
-        ctx.out_hooks = None
-        ctx.out_retain = None
-        float_dtypes = {t._data.dtype for t in tensors if t._data.dtype.kind == "f"}
-        float_dtypes |= {o.dtype for o in outs if o.dtype.kind == "f"}
-        ctx.mixed_dtypes = len(float_dtypes) > 1
-        versions = []  # (counter, version now, "input"/"output", index, shape): checked later
-        for a in ctx.saved_arrays:
-            for k, t in enumerate(tensors):
-                if a is t._data:
-                    versions.append((t._version, t._version.value, "input", k, a.shape))
-            for k, r in enumerate(results):
-                if a is r._data:
-                    versions.append((r._version, r._version.value, "output", k, a.shape))
-        ctx.saved_versions = versions
+        if multi:
+            # what the engine needs to make a zero gradient for an output that gets none (a
+            # single output always has a gradient when its node is reached)
+            xp = get_array_module(*outs)
+            ctx.out_meta = tuple([(o.shape, o.dtype, xp) for o in outs])
+        if _mixed_float_dtypes(tensors, outs):
+            ctx.mixed_dtypes = True
+        if ctx.saved_arrays:
+            ctx.saved_versions = _saved_versions(ctx, tensors, results)
         for i, r in enumerate(results):
             if r._data.dtype.kind == "f":
                 r._ctx = ctx
@@ -821,7 +868,7 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     return results if multi else results[0]
 
 
-_base._apply_impl = _apply
+Function.apply = classmethod(_apply)  # every op's apply (see Function.apply)
 
 
 # ------------------------------------------------------------------------- creation

@@ -26,13 +26,9 @@ itself differentiable.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ..backend import get_array_module
-
-# Set by tinygrad_rnn.tensor at import time: the function that runs an op on tensors and
-# records it in the graph. Kept as a hook so this lower layer never imports the tensor layer.
-_apply_impl: Callable[..., Any] | None = None
 
 
 class Context:
@@ -42,13 +38,22 @@ class Context:
     attributes (``ctx.axis = 1``). Attributes set by the engine: ``inputs`` (the input tensors,
     kept so the graph can be walked; outputs are never kept, so there are no reference
     cycles), ``needs_input_grad``, the versions of saved tensors, output hooks.
+
+    One Context is made per recorded op, so it is kept cheap: the attributes most nodes
+    leave at their default value are class attributes, read through the instance and set on
+    it only by the nodes that need them (a hook, a retained gradient, a saved tensor).
     """
+
+    saved_arrays: tuple = ()
+    released = False
+    saved_versions: tuple = ()  # (counter, version, "input"/"output", index, shape) each
+    out_hooks: dict | None = None  # output index -> gradient hooks (Tensor.register_hook)
+    out_retain: dict | None = None  # output index -> weak reference (Tensor.retain_grad)
+    mixed_dtypes = False  # inputs and outputs hold more than one float dtype
 
     def __init__(self, fn: type) -> None:
         self.fn = fn
         self.name = fn.__name__
-        self.saved_arrays: tuple = ()
-        self.released = False
 
     def save_for_backward(self, *arrays: Any) -> None:
         """Keep ``arrays`` for backward. If an array is an input's or an output's data, an
@@ -59,9 +64,8 @@ class Context:
     def release(self) -> None:
         """Drop everything backward needed (saved arrays, inputs, op attributes)."""
         name, fn = self.name, self.fn
-        self.__dict__.clear()
+        self.__dict__.clear()  # the class defaults above show through again
         self.name, self.fn = name, fn
-        self.saved_arrays = ()
         self.released = True
 
 
@@ -78,9 +82,12 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **constants: Any) -> Any:
-        """Run the op on tensors (or array-likes) and record it in the graph."""
-        assert _apply_impl is not None, "tinygrad_rnn.tensor was not imported"
-        return _apply_impl(cls, *inputs, **constants)
+        """Run the op on tensors (or array-likes) and record it in the graph.
+
+        :mod:`tinygrad_rnn.tensor` replaces this method at import time with its ``_apply``
+        (so this lower layer never imports the tensor layer, and an op costs one Python call
+        less than a forwarding method would)."""
+        raise RuntimeError("Function.apply needs tinygrad_rnn.tensor to be imported")
 
 
 def sum_to_shape(grad: Any, shape: tuple) -> Any:
