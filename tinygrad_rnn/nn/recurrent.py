@@ -43,7 +43,7 @@ from .. import functional as F
 from ..backend import DEFAULT_FLOAT, device_of, get_array_module
 from ..ops.base import Context, Function
 from ..random import get_generator
-from ..tensor import Tensor, stack, where
+from ..tensor import Tensor, split, stack, where
 from .cells import (
     _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
 )
@@ -384,17 +384,22 @@ class RNNBase(Module):
         H = self.hidden_size
         xp = get_array_module(x.data)
         xw = F.linear(x, params["weight_ih"], params.get("bias_ih"))  # (T, N, G*H), one GEMM
+        # One split into the T steps' slices: its backward concatenates the T slice gradients
+        # once. (xw[t] would be T GetItem nodes, each scattering its slice's gradient into a
+        # fresh (T, N, G*H) zero array that is then summed: O(T^2) work and memory traffic.)
+        xw_steps = split(xw, 1, axis=0) if T > 0 else ()
         w_hh, b_hh = params["weight_hh"], params.get("bias_hh")
         h, c = h0, c0
         outs: list[Any] = [None] * T
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            xw_t = xw_steps[t].reshape(N, xw.shape[2])
             if self.mode == "LSTM":
-                h_new, c_new = lstm_step(xw[t], h, c, w_hh, b_hh, params.get("weight_ch"),
+                h_new, c_new = lstm_step(xw_t, h, c, w_hh, b_hh, params.get("weight_ch"),
                                          self.coupled)
             elif self.mode == "GRU":
-                h_new, c_new = gru_step(xw[t], h, w_hh, b_hh, self.reset), None
+                h_new, c_new = gru_step(xw_t, h, w_hh, b_hh, self.reset), None
             else:
-                h_new, c_new = rnn_step(xw[t], h, w_hh, b_hh, self.nonlinearity), None
+                h_new, c_new = rnn_step(xw_t, h, w_hh, b_hh, self.nonlinearity), None
             if valid is not None:
                 m = valid[t][:, None]  # (N, 1): padded steps keep the state
                 h = where(m, h_new, h)
