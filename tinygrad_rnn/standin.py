@@ -20,8 +20,8 @@ Its arrays (:class:`StandInArray`) wrap a NumPy array and
 
 This module is the array module (the ``xp``) of stand-in data: ``standin.zeros``,
 ``standin.matmul``, ``standin.add.at`` and the rest mirror NumPy's functions of the same name,
-but only those CuPy has too (:data:`CUPY_API`): ``standin.isneginf`` is an AttributeError,
-as ``cupy.isneginf`` would be, so code that runs here does not call a function a GPU lacks.
+but only those CuPy has too (:data:`CUPY_API`): ``standin.errstate`` is an AttributeError,
+as ``cupy.errstate`` is, so code that runs here does not call a function a GPU lacks.
 Arithmetic is NumPy's, so results on the stand-in equal CPU results bit for bit; the tests
 in ``tests/device/`` assert exactly that.
 """
