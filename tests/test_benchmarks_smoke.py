@@ -193,3 +193,25 @@ def test_command_line_end_to_end_without_torch(tmp_path, capsys) -> None:
     memory_rows = [c for c in cells if c[:3] == ["Elman", "8", "3"]]
     assert [c[3] for c in time_rows] == ["fused", "autograd"]
     assert [c[3] for c in memory_rows] == ["fused", "autograd"]
+
+
+def test_gpu_check_script_stops_at_once_without_a_gpu(tmp_path) -> None:
+    """benchmarks/gpu_check.sh, the one command for the GPU half of the checks, refuses to
+    start (exit 1, saying what is missing, no output folder) where 'cuda' is unusable."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tinygrad_rnn import backend
+
+    if backend.cuda_is_available():
+        pytest.skip("a GPU is usable here: the script would run the full GPU check")
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": str(root)}
+    out = tmp_path / "report"
+    run = subprocess.run(["bash", str(root / "benchmarks" / "gpu_check.sh"), str(out)],
+                         cwd=root, env=env, capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "gpu_check: device 'cuda'" in run.stderr
+    assert ("needs CuPy" in run.stderr) or ("no CUDA GPU is usable" in run.stderr)
+    assert not out.exists()
