@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The GPU half of the CuPy backend's checks, in one command, for a machine with an NVIDIA GPU
-# and CuPy installed (pip install -e ".[gpu,test]", torch with CUDA optional):
+# and CuPy installed: any CUDA variant (pip install -e ".[gpu,test]" gives cupy-cuda12x,
+# ".[gpu-cuda13,test]" cupy-cuda13x; an image that already has CuPy, NumPy, matplotlib, tqdm,
+# pytest and hypothesis can run it from the checkout with PYTHONPATH=.); torch with CUDA is
+# optional (the benchmark's reference):
 #
 #   bash benchmarks/gpu_check.sh [OUT_DIR]        # default OUT_DIR: gpu-report
 #
@@ -13,7 +16,8 @@
 # Without CuPy or a GPU it stops at once, saying which is missing.
 set -euo pipefail
 out="${1:-gpu-report}"
-python - <<'PY'
+py="${PYTHON:-python3}"   # the interpreter that has CuPy (PYTHON=... to choose another)
+"$py" - <<'PY'
 import sys
 from tinygrad_rnn import backend
 try:
@@ -22,8 +26,8 @@ except RuntimeError as exc:
     sys.exit(f"gpu_check: {exc}")
 PY
 mkdir -p "$out"
-python -m pytest -q -p no:cacheprovider tests/device -k cuda 2>&1 | tee "$out/device_tests.txt"
-python -m tinygrad_rnn gradcheck --device cuda --examples 10 2>&1 | tee "$out/gradcheck.txt"
-python benchmarks/recurrent.py --device cuda --cells lstm gru rnn --hidden 256 1024 \
+"$py" -m pytest -q -p no:cacheprovider tests/device -k cuda 2>&1 | tee "$out/device_tests.txt"
+"$py" -m tinygrad_rnn gradcheck --device cuda --examples 10 2>&1 | tee "$out/gradcheck.txt"
+"$py" benchmarks/recurrent.py --device cuda --cells lstm gru rnn --hidden 256 1024 \
     --batch 256 --markdown --out "$out/recurrent_cuda.md"
 echo "gpu_check: all steps passed; outputs in $out/"
