@@ -146,7 +146,12 @@ def get_array_module(*arrays: Any) -> types.ModuleType:
 
 def device_of(array: Any) -> str:
     """The device an array (or scalar) lives on: ``'cpu'``, ``'cuda'`` or ``'standin'``."""
-    return _MODULE_DEVICE[get_array_module(array)]
+    return device_of_module(get_array_module(array))
+
+
+def device_of_module(xp: types.ModuleType) -> str:
+    """The device whose array module is ``xp`` (one returned by :func:`get_array_module`)."""
+    return _MODULE_DEVICE[xp]
 
 
 def to_device(array: Any, device: str) -> Any:

@@ -37,7 +37,9 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, device_of, get_array_module, is_float_dtype
+from ..backend import (
+    DEFAULT_FLOAT, device_of, device_of_module, get_array_module, is_float_dtype,
+)
 from ..random import get_generator
 from ..tensor import Tensor, cat, split
 from . import init
@@ -127,11 +129,6 @@ def additive_scores(q: Tensor, k: Tensor, query_proj: Linear, key_proj: Linear,
 
 
 # ------------------------------------------------------------------------- masks
-def _device_name(xp: Any) -> str:
-    """The device whose array module is ``xp`` (used in error messages only)."""
-    return device_of(xp.zeros(0))
-
-
 def _as_array(mask: Any, xp: Any, who: str = "attention", name: str = "mask") -> Any:
     """A mask as an array of the array module ``xp`` (the inputs' device).
 
@@ -142,7 +139,7 @@ def _as_array(mask: Any, xp: Any, who: str = "attention", name: str = "mask") ->
     data = mask.data if isinstance(mask, Tensor) else mask
     src = get_array_module(data)
     if src is not xp and (src is not np or isinstance(mask, Tensor)):
-        here, there = device_of(data), _device_name(xp)
+        here, there = device_of(data), device_of_module(xp)
         raise RuntimeError(
             f"{who}: {name} is on {here} but the inputs are on {there}; move it with "
             f".to({there!r}) (or pass it as a host NumPy array)"
