@@ -106,6 +106,59 @@ def test_pow_by_scalar_keeps_float32(exponent: Any) -> None:
         2.0 ** x
 
 
+# integer and boolean tensors with scalars: torch's categories (bool < integer < float); a
+# scalar of a higher category gives that category's default dtype, never NumPy's float64
+INT_CASES = [
+    # (tensor data, expression, expected dtype, expected values)
+    ([1, 2, 3], lambda a: a * 0.5, np.float32, [0.5, 1.0, 1.5]),
+    ([1, 2, 3], lambda a: 0.5 * a, np.float32, [0.5, 1.0, 1.5]),
+    ([1, 2, 3], lambda a: a - np.float64(0.5), np.float32, [0.5, 1.5, 2.5]),
+    ([1, 2, 3], lambda a: a * np.array(0.5), np.float32, [0.5, 1.0, 1.5]),
+    ([1, 2, 3], lambda a: a / 2, np.float32, [0.5, 1.0, 1.5]),
+    ([1, 2, 3], lambda a: 3 / a, np.float32, [3.0, 1.5, 1.0]),
+    ([1, 2, 3], lambda a: a / a, np.float32, [1.0, 1.0, 1.0]),
+    ([1, 2, 3], lambda a: a + 1, np.int64, [2, 3, 4]),
+    ([1, 2, 3], lambda a: a * np.int32(2), np.int64, [2, 4, 6]),
+    ([1, 2, 3], lambda a: a ** 2, np.int64, [1, 4, 9]),
+    ([1, 4, 9], lambda a: a ** 0.5, np.float32, [1.0, 2.0, 3.0]),
+    ([1, 4, 9], lambda a: a ** np.float64(0.5), np.float32, [1.0, 2.0, 3.0]),
+    ([True, False], lambda a: a * 2, np.int64, [2, 0]),
+    ([True, False], lambda a: a + 1, np.int64, [2, 1]),
+    ([True, False], lambda a: a * 0.5, np.float32, [0.5, 0.0]),
+    ([True, False], lambda a: a ** 2, np.int64, [1, 0]),
+    ([True, False], lambda a: a * True, np.bool_, [True, False]),
+]
+
+
+@pytest.mark.parametrize("data, fn, dtype, expected", INT_CASES)
+def test_integer_and_bool_tensors_with_scalars_follow_torch(data: Any, fn: Callable, dtype: Any,
+                                                            expected: Any) -> None:
+    out = fn(tr.Tensor(data))
+    assert out.dtype == dtype and not out.requires_grad
+    np.testing.assert_array_equal(out.data, np.asarray(expected, dtype=dtype))
+
+
+def test_int32_tensor_keeps_int32_with_an_int_scalar() -> None:
+    a = tr.Tensor(np.array([1, 2], dtype=np.int32))
+    assert (a + 7).dtype == np.int32 and (a * np.int64(2)).dtype == np.int32
+
+
+def test_integer_tensor_to_negative_integer_power_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"int64.*-1.*float\(\)"):
+        tr.Tensor([1, 2]) ** -1
+    np.testing.assert_allclose((tr.Tensor([1, 2]).float() ** -1).data, [1.0, 0.5])
+
+
+def test_zero_dim_host_array_counts_as_a_scalar() -> None:
+    # NumPy 2 alone promotes float32 with a float64 0-d array to float64
+    x = leaf([0.5, 2.0], np.float32)
+    y = x * np.array(3.0) + np.array(1.0)
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y.data, np.array([2.5, 7.0], np.float32))
+    y.sum().backward()
+    assert x.grad.dtype == np.float32 and np.all(x.grad == 3.0)
+
+
 def test_scalar_keeps_float64_tensor_float64() -> None:
     x = leaf([0.1, 0.2])
     assert (x * np.float32(2.0)).dtype == np.float64

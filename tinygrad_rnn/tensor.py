@@ -463,7 +463,22 @@ class Tensor:
     def __pow__(self, exponent: Any) -> "Tensor":
         if isinstance(exponent, Tensor) or np.ndim(exponent) != 0:
             raise TypeError("pow: only a constant scalar exponent is supported; use exp/log")
-        return Pow.apply(self, exponent=float(exponent))
+        if is_float_dtype(self.dtype):
+            return Pow.apply(self, exponent=float(exponent))
+        # integer data: an integer power stays integer (torch, NumPy); a float power computes
+        # in DEFAULT_FLOAT (NumPy would take the exponent in the tensor's integer dtype)
+        if isinstance(exponent, np.ndarray):
+            exponent = exponent[()]
+        if not isinstance(exponent, (bool, int, np.integer, np.bool_)):
+            return Pow.apply(Tensor._wrap(self._data.astype(DEFAULT_FLOAT)),
+                             exponent=float(exponent))
+        if exponent < 0:
+            raise ValueError(
+                f"pow: an integer tensor (dtype {self.dtype}) to the negative integer power "
+                f"{exponent} is not an integer; convert it first, e.g. x.float() ** {exponent}"
+            )
+        x = self if self.dtype.kind != "b" else Tensor._wrap(self._data.astype(np.int64))
+        return Pow.apply(x, exponent=int(exponent))
 
     def __matmul__(self, o: Any) -> "Tensor":
         return MatMul.apply(self, o)
@@ -713,21 +728,50 @@ def _index(index: Any, xp: Any = np) -> Any:
     return tuple(out)
 
 
-def _as_input(x: Any, float_dtype: np.dtype, first: Tensor | None) -> Tensor:
-    """An op input as a Tensor. A scalar takes the float dtype of the op's tensor inputs
-    (an integer scalar next to integer tensors keeps their dtype), so a scalar never
-    promotes float32 to float64."""
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, (bool, int, float, np.generic)):
-        dtype = float_dtype
-        if first is not None and not is_float_dtype(first.dtype) and (
-            isinstance(x, (bool, int)) or np.dtype(type(x)).kind in "iub"
-        ):
-            dtype = first.dtype
-        xp = get_array_module(first.data if first is not None else None)
-        return Tensor._wrap(xp.asarray(x, dtype))
-    return Tensor._wrap(_to_array(x, copy=False))
+def _kind_rank(dtype: Any) -> int:
+    """0 for bool, 1 for integers, 2 for floats: the categories of type promotion."""
+    kind = np.dtype(dtype).kind
+    return 2 if kind in "fc" else (0 if kind == "b" else 1)
+
+
+def _lift_inputs(inputs: tuple) -> tuple:
+    """The inputs of an op, some of them scalars or host arrays, as Tensors, with torch's
+    rule for a scalar beside tensors: the scalar takes the tensors' dtype when it is of the
+    same category (bool < integer < float) or a lower one, so ``x32 * 2.5`` stays float32;
+    when it is of a higher category the result is that category's default dtype: an integer
+    or boolean tensor with a float scalar computes in ``DEFAULT_FLOAT`` (``ids * 0.5`` is
+    float32, not NumPy's float64), a boolean tensor with an integer scalar in int64
+    (``mask * 2`` counts, it is not ``True``). A 0-d host array counts as a scalar (NumPy 2
+    would otherwise promote float32 with a float64 0-d array to float64)."""
+    tensors_in = [x for x in inputs if isinstance(x, Tensor)]
+    scalars = [x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs]
+    if not tensors_in:
+        return tuple(x if isinstance(x, Tensor) else Tensor._wrap(_to_array(x, copy=False))
+                     for x in scalars)
+    top = max(tensors_in, key=lambda t: _kind_rank(t.dtype))
+    top_rank = _kind_rank(top.dtype)
+    scalar_rank = max((_kind_rank(np.result_type(x)) for x in scalars
+                       if isinstance(x, (bool, int, float, np.generic))), default=-1)
+    if scalar_rank == 2 and top_rank < 2:
+        # no gradient flows through integer data, so the cast needs no graph node
+        inputs = tuple(Tensor._wrap(x._data.astype(DEFAULT_FLOAT)) if isinstance(x, Tensor)
+                       else x for x in scalars)
+        scalar_dtype = np.dtype(DEFAULT_FLOAT)
+    elif scalar_rank > top_rank:
+        inputs, scalar_dtype = scalars, np.dtype(np.int64)
+    elif top_rank == 2:
+        inputs = scalars
+        scalar_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
+    else:
+        inputs, scalar_dtype = scalars, top.dtype
+    xp = get_array_module(top._data)
+    return tuple(
+        x if isinstance(x, Tensor)
+        else Tensor._wrap(xp.asarray(x, scalar_dtype))
+        if isinstance(x, (bool, int, float, np.generic))
+        else Tensor._wrap(_to_array(x, copy=False))
+        for x in inputs
+    )
 
 
 def _share_versions(results: tuple, tensors: tuple) -> None:
@@ -814,10 +858,7 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     tensors = inputs
     for x in inputs:
         if not isinstance(x, Tensor):  # scalars and arrays become tensors
-            tensors_in = [x for x in inputs if isinstance(x, Tensor)]
-            float_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
-            first = tensors_in[0] if tensors_in else None
-            tensors = tuple(_as_input(x, float_dtype, first) for x in inputs)
+            tensors = _lift_inputs(inputs)
             break
     if tensors:
         # one array type means one device; only a mismatch pays for the full check

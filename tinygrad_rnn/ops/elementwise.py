@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend import get_array_module
+from ..backend import DEFAULT_FLOAT, get_array_module
 from .base import Context, Function
 
 
@@ -80,6 +80,9 @@ class Div(Function):
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         broadcast_shape("div", a.shape, b.shape)
+        if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+            # true division of integers gives DEFAULT_FLOAT (torch), not NumPy's float64
+            a, b = a.astype(DEFAULT_FLOAT), b.astype(DEFAULT_FLOAT)
         ctx.save_for_backward(a, b)
         return a / b
 
