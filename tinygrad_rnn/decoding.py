@@ -58,7 +58,7 @@ from . import functional as F
 from .backend import get_array_module, to_device
 from .engine import no_grad
 from .random import get_generator
-from .tensor import Tensor
+from .tensor import Tensor, host_lengths
 
 __all__ = ["DecodeResult", "greedy_decode", "sample_decode", "beam_search"]
 
@@ -90,8 +90,7 @@ def _lengths(src: Any, src_lengths: Any) -> tuple[np.ndarray, np.ndarray]:
     if src_lengths is None:
         lens = np.full(ids.shape[0], ids.shape[1], dtype=np.int64)
     else:
-        lens = np.asarray(src_lengths.numpy() if isinstance(src_lengths, Tensor)
-                          else src_lengths).astype(np.int64)
+        lens = host_lengths(src_lengths, "decoding", "src_lengths").astype(np.int64)
     return ids, lens
 
 

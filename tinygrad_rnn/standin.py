@@ -27,7 +27,6 @@ in ``tests/device/`` assert exactly that.
 """
 from __future__ import annotations
 
-import copy as _copy
 import functools
 import types
 from typing import Any

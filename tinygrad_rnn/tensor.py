@@ -691,6 +691,28 @@ def _constant(value: Any, ref: Any, op: str, name: str) -> Any:
     return value.data
 
 
+def host_lengths(lengths: Any, owner: str, what: str = "lengths") -> np.ndarray:
+    """Sequence lengths as a host NumPy integer array, for ``owner`` (named in errors).
+
+    Lengths decide which steps run and which positions are masked, so they are read on the
+    host, and as in PyTorch they must be given there (a list, a NumPy array or a CPU Tensor):
+    lengths on a device raise a TypeError asking for the explicit copy (``.numpy()``)
+    instead of being copied back silently. A non-integer dtype is a ValueError (2.5 steps
+    would otherwise be truncated to 2)."""
+    raw = lengths.data if isinstance(lengths, Tensor) else lengths
+    if get_array_module(raw) is not np:
+        raise TypeError(
+            f"{owner}: {what} must be on the host (a list, NumPy array or CPU Tensor), as in "
+            f"PyTorch, but they are on {device_of(raw)}; copy them explicitly with .numpy() "
+            f"(they decide which steps run, so they are read on the host)"
+        )
+    arr = np.asarray(raw)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{owner}: {what} must be integers, got dtype {arr.dtype} "
+                         f"(shape {arr.shape})")
+    return arr
+
+
 def _raw_like(x: Any, ref: Tensor) -> Any:
     """Raw operand combined with ``ref``: scalars become NumPy scalars of ref's float dtype
     (every backend takes those as kernel arguments: no host-to-device copy per call)."""

@@ -31,7 +31,7 @@ from tinygrad_rnn.lm import (
     FeedForwardLM, RNNLM, evaluate_lm, evaluate_perplexity, generate, lm_loss, with_boundaries,
 )
 
-from ._devices import DEVICES, assert_on_device, assert_same
+from ._devices import DEVICES, assert_on_device, assert_same, on_device
 
 DTYPES = (np.float64, np.float32)
 
@@ -393,3 +393,57 @@ def test_sequence_tagger_matches_cpu(tags_on_device, dtype, device):
     pred = dev.predict(ids, lengths)
     np.testing.assert_array_equal(pred, cpu.predict(ids, lengths))
     assert np.all(pred[~mask] == nn.classify.IGNORE_INDEX)
+
+
+# --------------------------------------------------------------------------------------------
+# lengths are read on the host by every model that takes them
+# --------------------------------------------------------------------------------------------
+def _lengths_consumers(V: int) -> dict[str, Callable[[Any, Any, str], Any]]:
+    """Each model or function that takes sequence lengths, called on (ids, lengths, device)."""
+    def classifier(ids, lengths, device):
+        model = nn.SequenceClassifier(V, 5, 6, num_classes=3, generator=7).to(device)
+        return model(ids, lengths)
+
+    def tagger(ids, lengths, device):
+        model = nn.SequenceTagger(V, 5, 6, num_tags=3, generator=7).to(device)
+        return model(ids, lengths)
+
+    def seq2seq(ids, lengths, device):
+        model = seq2seq_factory("luong", "gru", None, True, V, np.float64)().to(device)
+        return model(ids, lengths, ids)
+
+    def greedy(ids, lengths, device):
+        model = seq2seq_factory("bahdanau", "gru", None, True, V, np.float64)().to(device)
+        return decoding.greedy_decode(model, ids, lengths, max_len=3)
+
+    return {"SequenceClassifier": classifier, "SequenceTagger": tagger, "Seq2Seq": seq2seq,
+            "decoding": greedy}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("owner", ["SequenceClassifier", "SequenceTagger", "Seq2Seq",
+                                   "decoding"])
+@pytest.mark.parametrize("as_tensor", [True, False], ids=["tensor", "raw-array"])
+def test_lengths_on_the_device_are_refused_by_every_model(as_tensor, owner, device):
+    """As ``RNN(..., lengths=)``: lengths on a device raise a TypeError naming the model and
+    the device and asking for the explicit copy, instead of being copied back silently; the
+    copied lengths then work."""
+    batch, V = reversal_batch()
+    call = _lengths_consumers(V)[owner]
+    host = batch.src_lengths
+    lengths = on_device(tr.tensor(host) if as_tensor else host, device)
+    with pytest.raises(TypeError, match=f"{owner}: .*lengths must be on the host.*{device}"):
+        call(batch.src, lengths, device)
+    explicit = lengths.numpy() if as_tensor else lengths.get()  # the documented copy
+    call(batch.src, explicit, device)
+    call(batch.src, tr.tensor(host), device)  # a CPU Tensor is host data
+
+
+@pytest.mark.parametrize("owner", ["SequenceClassifier", "SequenceTagger", "Seq2Seq",
+                                   "decoding"])
+def test_fractional_lengths_are_an_error_not_truncated(owner):
+    batch, V = reversal_batch()
+    call = _lengths_consumers(V)[owner]
+    with pytest.raises(ValueError, match=f"{owner}: .*lengths must be integers, got dtype "
+                                         f"float64"):
+        call(batch.src, batch.src_lengths + 0.5, "cpu")

@@ -45,7 +45,7 @@ import numpy as np
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module
 from ..random import get_generator
-from ..tensor import Tensor
+from ..tensor import Tensor, host_lengths
 from .layers import Dropout, Embedding, Linear
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, RNNBase
@@ -90,8 +90,8 @@ def _lengths(lengths: Any, N: int, T: int, owner: str) -> np.ndarray | None:
     """Check ``lengths`` (N,) with 1 <= lengths <= T; None stays None (every step valid)."""
     if lengths is None:
         return None
-    arr = np.asarray(lengths.numpy() if isinstance(lengths, Tensor) else lengths)
-    if arr.shape != (N,) or arr.dtype.kind not in "iu":
+    arr = host_lengths(lengths, owner)
+    if arr.shape != (N,):
         raise ValueError(f"{owner}: lengths must be an integer array of shape ({N},), got "
                          f"shape {arr.shape} and dtype {arr.dtype}")
     bad = np.flatnonzero((arr < 1) | (arr > T))

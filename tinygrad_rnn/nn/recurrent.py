@@ -40,10 +40,10 @@ import numpy as np
 
 from .. import bptt
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, device_of, get_array_module
+from ..backend import DEFAULT_FLOAT, get_array_module
 from ..ops.base import Context, Function
 from ..random import get_generator
-from ..tensor import Tensor, split, stack, where
+from ..tensor import Tensor, host_lengths, split, stack, where
 from .cells import (
     _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
 )
@@ -282,15 +282,8 @@ class RNNBase(Module):
         if lengths is None:
             return None
         name = type(self).__name__
-        raw = lengths.data if isinstance(lengths, Tensor) else lengths
-        if get_array_module(raw) is not np:
-            raise TypeError(
-                f"{name}: lengths must be on the host (a list, NumPy array or CPU Tensor), as "
-                f"in PyTorch, but they are on {device_of(raw)}; copy them explicitly with "
-                f".numpy() (they decide which steps run, so they are read on the host)"
-            )
-        arr = np.asarray(raw)
-        if arr.shape != (N,) or arr.dtype.kind not in "iu":
+        arr = host_lengths(lengths, name)
+        if arr.shape != (N,):
             raise ValueError(f"{name}: lengths must be an integer array of shape ({N},), got "
                              f"shape {arr.shape} and dtype {arr.dtype}")
         bad = np.flatnonzero((arr < 0) | (arr > T))

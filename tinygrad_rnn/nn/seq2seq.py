@@ -57,7 +57,7 @@ import numpy as np
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
-from ..tensor import Tensor, cat, stack, zeros
+from ..tensor import Tensor, cat, host_lengths, stack, zeros
 from .attention import Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
 from .layers import Embedding, Linear, _float_dtype
@@ -292,8 +292,7 @@ class Seq2Seq(Module):
         if src_lengths is None:
             lens = np.full(N, S, dtype=np.int64)
         else:
-            lens = np.asarray(src_lengths.numpy() if isinstance(src_lengths, Tensor)
-                              else src_lengths).astype(np.int64)
+            lens = host_lengths(src_lengths, "Seq2Seq", "src_lengths").astype(np.int64)
         if lens.shape != (N,) or bool((lens < 1).any()) or bool((lens > S).any()):
             raise ValueError(f"Seq2Seq: src_lengths must be (N,) = ({N},) integers in "
                              f"[1, {S}], got {lens.tolist()}")
