@@ -18,7 +18,6 @@ and parameter, in float64 and float32:
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +25,8 @@ import pytest
 
 import tinygrad_rnn as tr
 from tinygrad_rnn import nn
+
+from module_helpers import swapped_parameters
 
 from ._devices import DEVICES, assert_on_device, assert_same, host
 
@@ -346,23 +347,6 @@ def test_causal_self_attention_matches_cpu(form, dtype, device):
 # --------------------------------------------------------------------------------------------
 # gradcheck on the device
 # --------------------------------------------------------------------------------------------
-@contextmanager
-def swapped_parameters(module: nn.Module, tensors: dict):
-    """Temporarily make ``module`` use ``tensors`` (dotted name -> Tensor) as its parameters,
-    so gradcheck, which differentiates w.r.t. its own copies, reaches them."""
-    saved = []
-    for name, t in tensors.items():
-        owner, _, leaf = name.rpartition(".")
-        sub = module.get_submodule(owner)
-        saved.append((sub, leaf, sub._parameters[leaf]))
-        sub._parameters[leaf] = t
-    try:
-        yield
-    finally:
-        for sub, leaf, p in saved:
-            sub._parameters[leaf] = p
-
-
 @pytest.mark.parametrize("device", DEVICES)
 def test_additive_attention_gradcheck_on_device(device):
     """float64 central differences on the device, w.r.t. query, keys, values and every

@@ -21,7 +21,6 @@ from __future__ import annotations
 import doctest
 import math
 import re
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,8 @@ from hypothesis import strategies as st
 import tinygrad_rnn as tr
 from tinygrad_rnn import nn
 
+from module_helpers import swapped_parameters
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "attention.md"
 SCORES = ("dot", "scaled_dot", "bilinear", "additive")
@@ -42,23 +43,6 @@ MASK_CASES = ("none", "padding", "causal", "padding+causal", "attn_mask", "fully
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-@contextmanager
-def swapped_parameters(module: nn.Module, tensors: dict):
-    """Temporarily make ``module`` use ``tensors`` (dotted name -> Tensor) as its parameters,
-    so gradcheck, which differentiates w.r.t. its own copies, reaches them."""
-    saved = []
-    for name, t in tensors.items():
-        owner, _, leaf = name.rpartition(".")
-        sub = module.get_submodule(owner)
-        saved.append((sub, leaf, sub._parameters[leaf]))
-        sub._parameters[leaf] = t
-    try:
-        yield
-    finally:
-        for sub, leaf, p in saved:
-            sub._parameters[leaf] = p
-
-
 def check_module_grads(module: nn.Module, call: Any, inputs: list, mode: str = "full",
                        n_directions: int = 8) -> None:
     """tr.gradcheck of ``call(*inputs)`` w.r.t. the inputs and every parameter of module."""

@@ -6,7 +6,6 @@ and state-dict keys against torch.nn.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -16,23 +15,13 @@ from hypothesis import strategies as st
 import tinygrad_rnn as tr
 from tinygrad_rnn import nn
 
-
-@contextmanager
-def swapped_parameters(module: nn.Module, **tensors: tr.Tensor):
-    """Temporarily make ``module`` use the given tensors as its parameters, so that
-    gradcheck (which differentiates w.r.t. its own copies of the inputs) can reach them."""
-    saved = {name: module._parameters[name] for name in tensors}
-    module._parameters.update(tensors)
-    try:
-        yield
-    finally:
-        module._parameters.update(saved)
+from module_helpers import swapped_parameters
 
 
 def module_fn(module: nn.Module, *names: str):
     """f(x, *params) = module(x) with ``names`` bound to the given tensors."""
     def f(x, *params):
-        with swapped_parameters(module, **dict(zip(names, params))):
+        with swapped_parameters(module, dict(zip(names, params))):
             return module(x)
     return f
 

@@ -1,8 +1,6 @@
 """Seq2Seq: end-to-end float64 gradients, padding, teacher forcing and scheduled sampling."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -10,6 +8,8 @@ from hypothesis import strategies as st
 
 import tinygrad_rnn as tr
 from tinygrad_rnn.nn.seq2seq import DECODERS, teacher_forcing_schedule
+
+from module_helpers import swapped_parameters
 
 V_SRC, V_TGT = 9, 7
 PAD, BOS, EOS = 0, 2, 3
@@ -39,23 +39,6 @@ def make_batch(seed: int = 0):
         tgt_out[i, : tgt_len[i]] = y
         tgt_out[i, tgt_len[i]] = EOS
     return src, src_lengths, tgt_in, tgt_out, tgt_len + 1
-
-
-@contextmanager
-def swapped_parameters(module: tr.nn.Module, tensors: dict):
-    """Make ``module`` use ``tensors`` (dotted name -> Tensor) as its parameters for a while,
-    so gradcheck, which differentiates w.r.t. its own copies, reaches them."""
-    saved = []
-    for name, t in tensors.items():
-        owner, _, leaf = name.rpartition(".")
-        sub = module.get_submodule(owner)
-        saved.append((sub, leaf, sub._parameters[leaf]))
-        sub._parameters[leaf] = t
-    try:
-        yield
-    finally:
-        for sub, leaf, p in saved:
-            sub._parameters[leaf] = p
 
 
 def grads(model: tr.nn.Module, loss: tr.Tensor) -> dict:
