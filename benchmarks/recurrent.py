@@ -504,7 +504,7 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
                f" classes + cross entropy at every step,")
     out.append(f"{bullet}  backward; float32; device {cfg.device}" if not markdown else
                f"  backward; float32; device {cfg.device}")
-    for key in ("cpu", "python", "numpy", "torch", "load"):
+    for key in ("cpu", "python", "numpy", "torch", "allocator", "load"):
         if key in info:
             out.append(f"{bullet}{key}: {info[key]}")
     for note in notes:

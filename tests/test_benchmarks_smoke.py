@@ -215,3 +215,38 @@ def test_gpu_check_script_stops_at_once_without_a_gpu(tmp_path) -> None:
     assert "gpu_check: device 'cuda'" in run.stderr
     assert ("needs CuPy" in run.stderr) or ("no CUDA GPU is usable" in run.stderr)
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ host allocator benchmark
+def test_host_allocator_benchmark_runs_both_settings() -> None:
+    """benchmarks/host_allocator.py at toy sizes: one child per setting, the same loss in
+    both (checked by the benchmark itself), one row per setting with the tuned/default
+    ratio; the tuned child must report that it tuned malloc (glibc only)."""
+    import platform
+    import sys
+
+    from benchmarks import host_allocator as ha
+
+    if not (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"):
+        pytest.skip("the allocator setting exists on Linux with glibc only")
+    args = ha._parser().parse_args(["--cells", "gru", "--hidden", "8", "--seq-len", "3",
+                                    "--batch", "2", "--steps", "2", "--warmup", "1",
+                                    "--rounds", "1"])
+    rows = ha.run(args)
+    assert [(r["cell"], r["H"], r["allocator"]) for r in rows] == [
+        ("GRU", "8", "tuned"), ("GRU", "8", "default")]
+    assert rows[1]["x default"] == "1.00x" and rows[0]["x default"].endswith("x")
+    assert all(float(r["ms"]) > 0 and r["rounds"] == "1" for r in rows)
+    table = ha.format_table(rows, markdown=True).splitlines()
+    assert len(table) == 4 and all(line.startswith("|") for line in table)
+
+
+def test_host_allocator_child_env_isolates_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import host_allocator as ha
+
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1")
+    monkeypatch.setenv("TINYGRAD_RNN_MALLOC", "default")
+    tuned, default = ha.child_env("tuned", 1), ha.child_env("default", 1)
+    assert "MALLOC_TRIM_THRESHOLD_" not in tuned and "TINYGRAD_RNN_MALLOC" not in tuned
+    assert default["TINYGRAD_RNN_MALLOC"] == "default"
+    assert tuned["OPENBLAS_NUM_THREADS"] == "1" == default["OPENBLAS_NUM_THREADS"]

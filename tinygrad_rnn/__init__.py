@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import backend, functional, jacobians, ops
+from . import allocator, backend, functional, jacobians, ops
 from .engine import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
 from .jacobians import jacobian
@@ -25,12 +25,15 @@ from . import bptt, data, decoding, lm, monitor, training, viz
 
 __version__ = "0.1.0"
 
+# freed array memory stays in the process for the next step (tinygrad_rnn/allocator.py)
+allocator.keep_freed_memory()
+
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
     "randn", "rand", "cat", "concatenate", "stack", "split", "where", "no_grad",
     "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck", "GradcheckError",
-    "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "Function",
-    "sum_to_shape", "manual_seed", "get_generator", "__version__",
+    "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "allocator",
+    "Function", "sum_to_shape", "manual_seed", "get_generator", "__version__",
     "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training", "viz",
 ]
 

@@ -347,6 +347,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print("\nBLAS:")
     for line in _blas():
         print(f"  {line}")
+    print("\nhost allocator:")
+    from . import allocator
+
+    print(f"  {allocator.status()}")
     print("\nthreads:")
     for var in THREAD_ENV_VARS:
         print(f"  {var:<23} {os.environ.get(var, '(unset)')}")
