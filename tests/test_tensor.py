@@ -138,6 +138,47 @@ def test_integer_and_bool_tensors_with_scalars_follow_torch(data: Any, fn: Calla
     np.testing.assert_array_equal(out.data, np.asarray(expected, dtype=dtype))
 
 
+FLOAT_MATH = {  # ops whose math is floating: integer input computes in float32, as torch
+    "exp": (lambda t: t.exp(), np.exp),
+    "log": (lambda t: t.log(), np.log),
+    "sqrt": (lambda t: t.sqrt(), np.sqrt),
+    "tanh": (lambda t: t.tanh(), np.tanh),
+    "sigmoid": (lambda t: t.sigmoid(), lambda v: 1 / (1 + np.exp(-v))),
+    "mean": (lambda t: t.mean(), np.mean),
+    "softmax": (lambda t: t.softmax(), lambda v: np.exp(v) / np.exp(v).sum()),
+    "div": (lambda t: t / t, lambda v: v / v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_MATH))
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_float_math_on_integer_tensors_is_float32(name: str, dtype: Any) -> None:
+    data = np.array([1, 2, 3]).astype(dtype) if dtype is not np.bool_ else np.array([True, True])
+    fn, reference = FLOAT_MATH[name]
+    out = fn(tr.Tensor(data))
+    assert out.dtype == np.float32, (name, dtype)
+    np.testing.assert_allclose(out.data, reference(data.astype(np.float32)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("other", [np.int64, np.int32, np.bool_])
+def test_integer_tensor_beside_a_float_tensor_takes_its_dtype(other: Any) -> None:
+    for dtype in (np.float32, np.float64):
+        x = leaf([0.5, -1.5], dtype)
+        k = tr.Tensor(np.array([2, 1]).astype(other))
+        for y in (x * k, k * x, x + k, x - k, k / x, tr.cat([x, k])):
+            assert y.dtype == dtype
+        (x * k).sum().backward()
+        assert x.grad.dtype == dtype
+        np.testing.assert_array_equal(x.grad, np.array([2, 1]).astype(other).astype(dtype))
+
+
+def test_integer_ops_that_keep_integers_integer() -> None:
+    a = tr.Tensor([1, -2, 3])
+    for out in (a + a, a * a, a.sum(), a.max(), a.relu(), a.abs(), a @ a, a[1:],
+                a.reshape(3, 1), -a):
+        assert out.dtype == np.int64
+
+
 def test_int32_tensor_keeps_int32_with_an_int_scalar() -> None:
     a = tr.Tensor(np.array([1, 2], dtype=np.int32))
     assert (a + 7).dtype == np.int32 and (a * np.int64(2)).dtype == np.int32

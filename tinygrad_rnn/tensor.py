@@ -796,6 +796,24 @@ def _lift_inputs(inputs: tuple) -> tuple:
     )
 
 
+def _promote_non_float(fn: type, tensors: tuple) -> tuple:
+    """Inputs of op ``fn`` some of which hold integer or boolean data, cast as torch would:
+    beside float inputs they take the float inputs' dtype (``ids * x32`` is float32, where
+    NumPy gives float64); with no float input, an op whose math is floating
+    (``fn.float_math``: exp, log, division, mean, softmax, losses) computes in
+    ``DEFAULT_FLOAT``; any other op (add, sum, max, indexing) keeps them as they are. Integer
+    data never requires a gradient, so the casts need no graph node."""
+    floats = [t._data.dtype for t in tensors if t._data.dtype.kind == "f"]
+    if floats:
+        dtype = result_float_dtype(*floats)
+    elif fn.float_math:
+        dtype = np.dtype(DEFAULT_FLOAT)
+    else:
+        return tensors
+    return tuple(t if t._data.dtype.kind == "f" else Tensor._wrap(t._data.astype(dtype))
+                 for t in tensors)
+
+
 def _share_versions(results: tuple, tensors: tuple) -> None:
     """An output whose data is a view of an input's data (reshape, transpose) shares that
     input's version counter, so an in-place write through either one is seen by every node
@@ -884,10 +902,15 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
             break
     if tensors:
         # one array type means one device; only a mismatch pays for the full check
+        # and all-float inputs need no dtype promotion: one loop tests both
         t0 = type(tensors[0]._data)
         for t in tensors:
-            if type(t._data) is not t0:
-                _check_devices(fn, tensors)
+            d = t._data
+            if type(d) is not t0 or d.dtype.kind != "f":
+                if any(type(u._data) is not t0 for u in tensors):
+                    _check_devices(fn, tensors)
+                # integer or boolean data meets float data or float math: torch's dtypes
+                tensors = _promote_non_float(fn, tensors)
                 break
         # an array constant (a mask) can be on a device only once that device's module loaded
         if constants and _backend._DEVICE_MODULES:

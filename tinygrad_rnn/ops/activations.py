@@ -30,6 +30,8 @@ class ReLU(Function):
 class Tanh(Function):
     """y = tanh(x).  Jacobian diag(1 - y^2); VJP: dL/dx = g * (1 - y^2) (saved output)."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         y = get_array_module(x).tanh(x)
@@ -58,6 +60,8 @@ def stable_sigmoid(x: Any) -> Any:
 class Sigmoid(Function):
     """y = sigma(x).  Jacobian diag(y (1 - y)); VJP: dL/dx = g * y * (1 - y) (saved output).
     Forward uses :func:`stable_sigmoid`."""
+
+    float_math = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
@@ -113,6 +117,8 @@ class Softmax(Function):
     masked row gives all zeros and zero gradient, never NaN.
     """
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
@@ -147,6 +153,8 @@ class LogSoftmax(Function):
     valid entries alone, so g is taken as 0 there (torch's masked_fill(-inf) composition would
     instead pass -p * g from those outputs into the valid inputs).
     """
+
+    float_math = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:

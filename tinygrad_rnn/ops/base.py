@@ -72,6 +72,12 @@ class Context:
 class Function:
     """Base class of a differentiable primitive; see the module docstring."""
 
+    #: True for ops whose math is floating-point whatever the input (exp, log, division,
+    #: mean, softmax, losses): integer or boolean inputs are computed in ``DEFAULT_FLOAT``
+    #: (float32) as in torch, not in NumPy's float64. Ops that keep integers integer (add,
+    #: sum, max, indexing, reshape) leave it False.
+    float_math = False
+
     @staticmethod
     def forward(ctx: Context, *arrays: Any, **constants: Any) -> Any:
         raise NotImplementedError

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend import DEFAULT_FLOAT, get_array_module
+from ..backend import get_array_module
 from .base import Context, Function
 
 
@@ -77,12 +77,11 @@ class Mul(Function):
 class Div(Function):
     """z = a / b.  VJP: dL/da = g / b, dL/db = -g * a / b^2 = -g * z / b."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         broadcast_shape("div", a.shape, b.shape)
-        if a.dtype.kind in "biu" and b.dtype.kind in "biu":
-            # true division of integers gives DEFAULT_FLOAT (torch), not NumPy's float64
-            a, b = a.astype(DEFAULT_FLOAT), b.astype(DEFAULT_FLOAT)
         ctx.save_for_backward(a, b)
         return a / b
 
@@ -133,6 +132,8 @@ class Pow(Function):
 class Exp(Function):
     """y = exp(x).  Jacobian diag(y); VJP: dL/dx = g * y (saved output)."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         y = get_array_module(x).exp(x)
@@ -148,6 +149,8 @@ class Exp(Function):
 class Log(Function):
     """y = log(x).  VJP: dL/dx = g / x."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
         ctx.save_for_backward(x)
@@ -161,6 +164,8 @@ class Log(Function):
 
 class Sqrt(Function):
     """y = sqrt(x).  VJP: dL/dx = g / (2 y) (saved output)."""
+
+    float_math = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:

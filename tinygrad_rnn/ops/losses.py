@@ -117,6 +117,8 @@ class CrossEntropy(Function):
     0.0 with zero gradient (torch returns NaN there).
     """
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any, target: Any, weight: Any = None,
                 ignore_index: int = -100, reduction: str = "mean",
@@ -179,6 +181,8 @@ class SoftCrossEntropy(Function):
     rows.
     """
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any, q: Any, weight: Any = None, reduction: str = "mean",
                 label_smoothing: float = 0.0) -> Any:
@@ -232,6 +236,8 @@ class NLLLoss(Function):
     loss_i = -w_{y_i} x_{i, y_i}.  VJP: -w_{y_i} at the target entry, 0 elsewhere (divided by
     sum_i w_{y_i} for 'mean'). ignore_index rows give 0 and zero gradient."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any, target: Any, weight: Any = None,
                 ignore_index: int = -100, reduction: str = "mean") -> Any:
@@ -265,6 +271,8 @@ class NLLLoss(Function):
 class MSELoss(Function):
     """Mean squared error (torch.nn.functional.mse_loss): loss = (a - b)^2, reduced.
     VJP: dL/da = 2 (a - b) g / n for 'mean' (n elements), dL/db = -dL/da."""
+
+    float_math = True
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any, reduction: str = "mean") -> Any:
@@ -313,6 +321,8 @@ class BCEWithLogits(Function):
     softplus and s are evaluated in their overflow-free forms, so any finite logit is safe.
     An optional elementwise ``weight`` multiplies the loss.
     """
+
+    float_math = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, t: Any, weight: Any = None, pos_weight: Any = None,

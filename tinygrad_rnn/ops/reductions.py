@@ -54,6 +54,8 @@ class Mean(Function):
     """y = mean of x over ``axis``.  VJP: dL/dx = g / n broadcast back (n = number of
     averaged elements). The mean over zero elements is NaN, as in NumPy and torch."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         xp = get_array_module(x)

@@ -111,6 +111,8 @@ class Dropout(Function):
     """y = x * m / (1 - p) with a fixed 0/1 mask m drawn by the caller (inverted dropout).
     VJP: dL/dx = g * m / (1 - p)."""
 
+    float_math = True
+
     @staticmethod
     def forward(ctx: Context, x: Any, keep: Any, p: float) -> Any:
         scale = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
