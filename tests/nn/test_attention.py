@@ -676,6 +676,88 @@ def test_multihead_errors_name_the_shapes() -> None:
         mha(q, k, v, key_padding_mask=np.zeros((2, 4), dtype=bool))
 
 
+@pytest.mark.parametrize("bad", [(1, 5), (5, 1), (4,), (6,), ()])
+def test_multihead_unbatched_key_padding_mask_names_the_given_shape(bad: tuple) -> None:
+    """The message used to name the mask after the batch axis was added ("shape (1, 1, 5)
+    ... expected shape (1, 5)"); an unbatched input takes an (S,) mask, as in torch."""
+    mha = nn.MultiheadAttention(4, 2, dtype=np.float64, generator=0)
+    q, k = tr.Tensor(np.zeros((3, 4))), tr.Tensor(np.zeros((5, 4)))
+    with pytest.raises(ValueError, match=re.escape(
+            f"MultiheadAttention: for unbatched input (key of shape (5, 4)), key_padding_mask "
+            f"must be 1-D of shape (5,) (S,), got shape {bad}")):
+        mha(q, k, k, key_padding_mask=np.zeros(bad, dtype=bool))
+
+
+def test_multihead_unbatched_key_padding_mask_matches_the_batched_one() -> None:
+    mha = nn.MultiheadAttention(4, 2, dtype=np.float64, generator=3)
+    rng = np.random.default_rng(4)
+    q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(
+        (5, 4))
+    pad = np.array([False, False, True, False, True])
+    out, w = mha(tr.Tensor(q), tr.Tensor(k), tr.Tensor(v), key_padding_mask=pad)
+    ref, w_ref = mha(tr.Tensor(q[:, None]), tr.Tensor(k[:, None]), tr.Tensor(v[:, None]),
+                     key_padding_mask=pad[None])
+    np.testing.assert_array_equal(out.numpy(), ref.numpy()[:, 0])
+    np.testing.assert_array_equal(w.numpy(), w_ref.numpy()[0])
+    assert np.all(w.numpy()[:, pad] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.uint8])
+def test_integer_attn_mask_error_names_the_layer_and_the_shape(dtype: Any) -> None:
+    """Used to be "attn_mask must be boolean or floating point, got dtype int64", naming
+    neither the layer nor the mask's shape."""
+    mha = nn.MultiheadAttention(4, 2, dtype=np.float64, generator=0)
+    q, k = tr.Tensor(np.zeros((3, 4))), tr.Tensor(np.zeros((5, 4)))
+    with pytest.raises(TypeError, match=re.escape(
+            f"MultiheadAttention: attn_mask of shape (3, 5) must be boolean") + ".*"
+            + f"got dtype {np.dtype(dtype)}"):
+        mha(q, k, k, attn_mask=np.zeros((3, 5), dtype=dtype))
+    att = nn.Attention("dot", 4, 4, dtype=np.float64)
+    with pytest.raises(TypeError, match=re.escape(
+            "Attention: attn_mask of shape (3, 5) must be boolean") + ".*"
+            + f"got dtype {np.dtype(dtype)}"):
+        att(q[None], k[None], k[None], attn_mask=np.zeros((3, 5), dtype=dtype))
+    # a single query: the shape named is the one given, (Tk,), not (1, Tk)
+    with pytest.raises(TypeError, match=re.escape("Attention: attn_mask of shape (5,) must")):
+        att(tr.Tensor(np.zeros((1, 4))), k[None], k[None], attn_mask=np.zeros(5, dtype=dtype))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: nn.MultiheadAttention(4.0, 2), "MultiheadAttention: embed_dim must be an integer, "
+                                            "got 4.0"),
+    (lambda: nn.MultiheadAttention(4, 2.5), "MultiheadAttention: num_heads must be an integer"),
+    (lambda: nn.MultiheadAttention(4, True), "MultiheadAttention: num_heads must be an integer"),
+    (lambda: nn.MultiheadAttention(4, 2, kdim=3.0), "MultiheadAttention: kdim must be an "
+                                                    "integer"),
+    (lambda: nn.MultiheadAttention(4, 2, vdim="3"), "MultiheadAttention: vdim must be an "
+                                                    "integer"),
+    (lambda: nn.Attention("dot", 3.5, 3.5), "Attention: query_size must be an integer, got "
+                                            "3.5"),
+    (lambda: nn.Attention("bilinear", 3, 2.0), "Attention: key_size must be an integer"),
+    (lambda: nn.Attention("dot", 3, 3, value_size=2.0), "Attention: value_size must be an "
+                                                        "integer"),
+    (lambda: nn.Attention("additive", 3, 3, hidden_size=4.5), "Attention: hidden_size must be "
+                                                              "an integer"),
+])
+def test_attention_non_integer_sizes_are_refused(make: Any, message: str) -> None:
+    """``int(size)`` used to truncate 4.5 to 4 silently (Attention), or fail with NumPy's
+    message (MultiheadAttention)."""
+    with pytest.raises(TypeError, match=re.escape(message)):
+        make()
+
+
+def test_attention_sizes_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="MultiheadAttention: num_heads must be positive, got 0"):
+        nn.MultiheadAttention(4, 0)
+    with pytest.raises(ValueError, match="MultiheadAttention: kdim must be positive, got 0"):
+        nn.MultiheadAttention(4, 2, kdim=0)
+    with pytest.raises(ValueError, match="Attention: hidden_size must be positive, got 0"):
+        nn.Attention("additive", 3, 3, hidden_size=0)
+    mha = nn.MultiheadAttention(np.int64(4), np.int32(2), kdim=np.int64(3))
+    assert (mha.embed_dim, mha.num_heads, mha.kdim, mha.head_dim) == (4, 2, 3, 2)
+    assert all(type(x) is int for x in (mha.embed_dim, mha.num_heads, mha.kdim))
+
+
 def test_causal_self_attention_is_multihead_with_is_causal() -> None:
     csa = nn.CausalSelfAttention(4, 2, dtype=np.float64, generator=10)
     assert list(csa.state_dict()) == ["attn.in_proj_weight", "attn.in_proj_bias",

@@ -479,6 +479,22 @@ def test_wrong_state_dtype_is_refused(v: CellVariant):
             cell(x, h32)
 
 
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("missing", ["h_0", "c_0", "h_0 and c_0"])
+def test_lstm_cell_state_pair_with_none_is_refused(missing: str, batched: bool):
+    """(h_0, None) used to run with a zero c_0 put in silently (and (None, c_0) with a zero
+    h_0): the state is either None or two states."""
+    cell = LSTMCell(3, 4, dtype=np.float64, generator=0)
+    x = np.zeros((2, 3)) if batched else np.zeros(3)
+    state = np.ones((2, 4)) if batched else np.ones(4)
+    hx = (None if "h_0" in missing else state, None if "c_0" in missing else state)
+    with pytest.raises(TypeError, match=r"LSTMCell: the state must be None or a pair "
+                       + re.escape(f"(h_0, c_0) of two states, got {missing} = None")):
+        cell(x, hx)
+    h, c = cell(x, (state, state))  # a full pair still works
+    assert h.shape == c.shape == state.shape
+
+
 @pytest.mark.parametrize("hx", [np.zeros((2, 4)), (np.zeros(4),)])
 def test_lstm_cell_state_must_be_a_pair(hx: Any):
     """A single (2, H) array used to be split silently into h = hx[0], c = hx[1]."""
@@ -492,7 +508,37 @@ def test_constructor_errors():
         RNNCell(2, 3, nonlinearity="sigmoid")
     with pytest.raises(ValueError, match="reset.*'middle'"):
         GRUCell(2, 3, reset="middle")
-    with pytest.raises(ValueError, match="positive.*0 and 3"):
+    with pytest.raises(ValueError, match="LSTMCell: input_size must be positive, got 0"):
         LSTMCell(0, 3)
-    with pytest.raises(ValueError, match="positive.*2 and -1"):
+    with pytest.raises(ValueError, match="RNNCell: hidden_size must be positive, got -1"):
         RNNCell(2, -1)
+
+
+@pytest.mark.parametrize("cls", [RNNCell, GRUCell, LSTMCell])
+@pytest.mark.parametrize("sizes, name, shown", [
+    ((3.5, 4), "input_size", "3.5"),      # used to fail deep inside NumPy without a name
+    ((3, 4.0), "hidden_size", "4.0"),     # a float is refused, not truncated
+    ((True, 4), "input_size", "True"),    # a bool is not a size
+    ((3, "4"), "hidden_size", "'4'"),
+])
+def test_non_integer_sizes_are_refused(cls: type, sizes: tuple, name: str, shown: str):
+    with pytest.raises(TypeError, match=f"{cls.__name__}: {name} must be an integer, got "
+                       + re.escape(shown)):
+        cls(*sizes)
+
+
+@pytest.mark.parametrize("cls", [RNNCell, GRUCell, LSTMCell])
+def test_numpy_integer_sizes_are_accepted(cls: type):
+    cell = cls(np.int64(3), np.int32(4), dtype=np.float64)
+    assert type(cell.input_size) is int and type(cell.hidden_size) is int
+    assert cell.weight_hh.shape[1] == 4
+
+
+@pytest.mark.parametrize("cls", [RNNCell, GRUCell, LSTMCell])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, bool])
+def test_non_float_dtype_is_refused_naming_the_cell(cls: type, dtype: Any):
+    """Used to fail in Parameter with "only floating-point tensors can require a gradient",
+    naming neither the cell nor the argument."""
+    with pytest.raises(TypeError, match=f"{cls.__name__}: dtype must be a floating-point "
+                       f"dtype, got {np.dtype(dtype)}"):
+        cls(3, 4, dtype=dtype)

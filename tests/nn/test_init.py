@@ -55,6 +55,83 @@ def test_works_on_plain_arrays_and_tensors():
         init.zeros_([0.0, 1.0])
 
 
+RANDOM_FILLS = {
+    "uniform_": lambda t: init.uniform_(t, 0, 10, generator=0),
+    "normal_": lambda t: init.normal_(t, generator=0),
+    "xavier_uniform_": lambda t: init.xavier_uniform_(t, generator=0),
+    "xavier_normal_": lambda t: init.xavier_normal_(t, generator=0),
+    "kaiming_uniform_": lambda t: init.kaiming_uniform_(t, generator=0),
+    "kaiming_normal_": lambda t: init.kaiming_normal_(t, generator=0),
+    "orthogonal_": lambda t: init.orthogonal_(t, generator=0),
+    "orthogonal_blocks_": lambda t: init.orthogonal_blocks_(t, 2, generator=0),
+    "rnn_default_": lambda t: init.rnn_default_(t, 3, generator=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_FILLS))
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, bool])
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_random_fills_refuse_non_float_targets(name, dtype, as_tensor):
+    """uniform_(np.zeros(4, np.int64), 0, 10) used to write truncated samples ([8 7 5 2]);
+    normal_ mostly zeros. torch refuses integer targets of random fills too."""
+    before = np.full((4, 4), 7, dtype=dtype)
+    t = tr.Tensor(before.copy()) if as_tensor else before.copy()
+    with pytest.raises(TypeError, match=f"{name}: random values need a floating-point tensor"
+                       f", got dtype {np.dtype(dtype)}"):
+        RANDOM_FILLS[name](t)
+    np.testing.assert_array_equal(t.numpy() if as_tensor else t, before)  # nothing written
+
+
+def test_deterministic_fills_into_integers_only_take_exact_values():
+    a = np.full(3, 9, dtype=np.int64)
+    init.constant_(a, 3)
+    np.testing.assert_array_equal(a, [3, 3, 3])
+    init.zeros_(a)
+    np.testing.assert_array_equal(a, [0, 0, 0])
+    e = init.eye_(np.zeros((2, 3), dtype=bool))
+    np.testing.assert_array_equal(e, np.eye(2, 3, dtype=bool))
+    for target, val, shown in [(np.zeros(3, np.int64), 2.5, "2.5"),
+                               (np.zeros(3, np.int8), 300.0, "300.0"),
+                               (np.zeros(3, np.int32), float("nan"), "nan"),
+                               (np.zeros(3, bool), 2.0, "2.0")]:
+        with pytest.raises(TypeError, match=f"constant_: cannot write the value {shown} into a "
+                           f"tensor of dtype {target.dtype}"):
+            init.constant_(target, val)
+        assert not target.any()  # nothing written
+    bias = tr.Tensor(np.zeros(8, dtype=np.int64))
+    with pytest.raises(TypeError, match="set_forget_bias_: cannot write the value 0.5"):
+        init.set_forget_bias_(bias, 2, 0.5)
+    init.set_forget_bias_(bias, 2, 1.0)  # an exact value is fine
+    np.testing.assert_array_equal(bias.numpy(), [0, 0, 1, 1, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("name, shape", [
+    (name, shape) for name in sorted(RANDOM_FILLS)
+    for shape in [(4, 0), (0, 4), (0, 0), (2, 0, 3)]
+    if not (name == "orthogonal_blocks_" and len(shape) != 2)  # 2-D tensors only
+])
+def test_zero_element_tensors_are_returned_unchanged(name, shape):
+    """kaiming_* used to raise ZeroDivisionError on (4, 0) (fan_in = 0), xavier_* on (0, 0);
+    torch returns the tensor unchanged."""
+    p = param(*shape)
+    data_before = p.data
+    assert RANDOM_FILLS[name](p) is p
+    assert p.shape == shape and p.data is data_before
+    a = np.zeros(shape, dtype=np.float32)
+    assert RANDOM_FILLS[name](a) is a
+
+
+def test_zero_element_fills_still_check_their_arguments():
+    with pytest.raises(ValueError, match="kaiming_uniform_: mode must be"):
+        init.kaiming_uniform_(param(3, 0), mode="fan")
+    with pytest.raises(ValueError, match="unsupported nonlinearity 'swish'"):
+        init.kaiming_normal_(param(0, 3), nonlinearity="swish")
+    with pytest.raises(ValueError, match="xavier_normal_: fan in and fan out need"):
+        init.xavier_normal_(param(0))
+    with pytest.raises(TypeError, match="kaiming_uniform_: random values need"):
+        init.kaiming_uniform_(np.zeros((3, 0), dtype=np.int64))
+
+
 def test_seeded_and_dtype_independent():
     a, b = param(5, 6), param(5, 6, dtype=np.float32)
     init.xavier_uniform_(a, generator=3)

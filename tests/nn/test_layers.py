@@ -6,6 +6,7 @@ and state-dict keys against torch.nn.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -89,6 +90,35 @@ def test_linear_errors():
         nn.Linear(-1, 2)
     with pytest.raises(ValueError, match="weight of shape"):
         nn.Linear(3, 2)(tr.Tensor(np.zeros((1, 4), dtype=np.float32)))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: nn.Linear(2.5, 3), "Linear: in_features must be an integer, got 2.5"),
+    (lambda: nn.Linear(2, 3.0), "Linear: out_features must be an integer, got 3.0"),
+    (lambda: nn.Linear(True, 3), "Linear: in_features must be an integer, got True"),
+    (lambda: nn.Embedding(5.5, 2), "Embedding: num_embeddings must be an integer, got 5.5"),
+    (lambda: nn.Embedding(5, 2.0), "Embedding: embedding_dim must be an integer, got 2.0"),
+    (lambda: nn.Embedding(5, 2, padding_idx=1.5),
+     "Embedding: padding_idx must be an integer, got 1.5"),
+    (lambda: nn.Embedding(5, 2, padding_idx=True),
+     "Embedding: padding_idx must be an integer, got True"),
+])
+def test_non_integer_sizes_are_refused(make, message):
+    """These used to fail with NumPy's "'float' object cannot be interpreted as an integer"
+    (or an IndexError for padding_idx), naming neither the layer nor the argument."""
+    with pytest.raises(TypeError, match=re.escape(message)):
+        make()
+
+
+def test_numpy_integer_sizes_are_accepted():
+    lin = nn.Linear(np.int64(3), np.int32(2))
+    emb = nn.Embedding(np.int64(5), np.int16(2), padding_idx=np.int64(-1))
+    assert (lin.in_features, lin.out_features) == (3, 2) and lin.weight.shape == (2, 3)
+    assert (emb.num_embeddings, emb.embedding_dim, emb.padding_idx) == (5, 2, 4)
+    assert all(type(x) is int for x in (lin.in_features, lin.out_features,
+                                         emb.num_embeddings, emb.padding_idx))
+    with pytest.raises(ValueError, match="Embedding: embedding_dim must be >= 0, got -2"):
+        nn.Embedding(5, -2)
 
 
 @given(seed=st.integers(0, 2 ** 31 - 1), bias=st.booleans())

@@ -170,6 +170,129 @@ def test_shared_module_listed_once():
     assert len(list(model.parameters())) == 2
 
 
+class SharedNet(nn.Module):
+    """One Linear registered under two names, and a buffer-holding block inside a Sequential
+    that holds the same Linear twice."""
+
+    def __init__(self):
+        super().__init__()
+        lin = nn.Linear(2, 2, generator=0)
+        self.a = lin
+        self.b = lin
+        self.seq = nn.Sequential(lin, nn.Tanh(), lin)
+
+
+def test_state_dict_lists_a_shared_module_under_every_name():
+    """state_dict used to list a sub-module registered under two names once (under its first
+    name), so a checkpoint of the same layout from torch failed a strict load."""
+    net = SharedNet()
+    assert list(net.state_dict()) == [
+        "a.weight", "a.bias", "b.weight", "b.bias",
+        "seq.0.weight", "seq.0.bias", "seq.2.weight", "seq.2.bias"]
+    assert [n for n, _ in net.named_parameters()] == ["a.weight", "a.bias"]  # still once
+    sd = net.state_dict(keep_vars=True)
+    assert sd["a.weight"] is sd["b.weight"] is sd["seq.2.weight"] is net.a.weight
+
+
+def test_load_state_dict_with_shared_module_keys():
+    net, other = SharedNet(), SharedNet()
+    with tr.no_grad():
+        other.a.weight.copy_(np.arange(4.0).reshape(2, 2))
+    weight = net.a.weight
+    assert tuple(net.load_state_dict(other.state_dict())) == ([], [])
+    assert net.a.weight is weight and net.b is net.a  # loaded into the one shared module
+    np.testing.assert_array_equal(net.b.weight.numpy(), np.arange(4.0).reshape(2, 2))
+    # the same values in another dtype compare equal after conversion
+    sd = other.state_dict()
+    sd["b.weight"] = sd["b.weight"].astype(np.float64)
+    net.load_state_dict(sd)
+    # one key of a shared tensor is enough without strict; strict names the others missing
+    only_a = {k: v for k, v in other.state_dict().items() if k.startswith("a.")}
+    result = net.load_state_dict(only_a, strict=False)
+    assert result.missing_keys == ["b.weight", "b.bias", "seq.0.weight", "seq.0.bias",
+                                   "seq.2.weight", "seq.2.bias"]
+    with pytest.raises(RuntimeError, match="missing key.*'b.weight'"):
+        net.load_state_dict(only_a)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_shared_keys_with_different_values_are_an_error(strict):
+    """torch copies the keys of a shared tensor in order (the last wins, silently); here the
+    load is refused, naming both keys, and nothing is written."""
+    net = SharedNet()
+    before = {k: v.copy() for k, v in net.state_dict().items()}
+    sd = net.state_dict()
+    sd["seq.2.bias"] = sd["seq.2.bias"] + 1.0
+    with pytest.raises(RuntimeError, match=r"(?s)nothing was loaded.*'a.bias' and 'seq.2.bias' "
+                       r"name the same shared parameter but hold different values"):
+        net.load_state_dict(sd, strict=strict)
+    for key, value in net.state_dict().items():
+        np.testing.assert_array_equal(value, before[key])
+    # the same for a tied parameter (shared between two modules, not a shared module)
+    tied = nn.Sequential(nn.Linear(3, 3, generator=0), nn.Linear(3, 3, generator=1))
+    tied[1].weight = tied[0].weight
+    sd = tied.state_dict()
+    sd["1.weight"] = np.zeros((3, 3), np.float32)
+    with pytest.raises(RuntimeError, match="'0.weight' and '1.weight' name the same shared "
+                                           "parameter"):
+        tied.load_state_dict(sd)
+
+
+def test_shared_buffer_keys_compare_nan_equal():
+    net = nn.Module()
+    block = nn.Module()
+    block.register_buffer("stat", np.array([np.nan, 1.0]))
+    net.x, net.y = block, block
+    assert list(net.state_dict()) == ["x.stat", "y.stat"]
+    net.load_state_dict({"x.stat": np.array([np.nan, 2.0]), "y.stat": np.array([np.nan, 2.0])})
+    np.testing.assert_array_equal(block.stat.numpy(), [np.nan, 2.0])
+    with pytest.raises(RuntimeError, match="same shared buffer"):
+        net.load_state_dict({"x.stat": np.array([np.nan, 2.0]), "y.stat": np.array([0.0, 2.0])})
+
+
+def test_state_dict_of_a_module_cycle_is_a_clear_error():
+    outer, inner = nn.Module(), nn.Module()
+    inner.w = nn.Parameter(np.ones(1))
+    outer.inner = inner
+    inner.back = outer
+    with pytest.raises(RuntimeError, match="sub-module 'inner.back' is the root module, which "
+                                           "contains it"):
+        outer.state_dict()
+    assert [n for n, _ in outer.named_parameters()] == ["inner.w"]
+    root = nn.Module()
+    root.body = outer  # the cycle below the root: named by the module it comes back to
+    with pytest.raises(RuntimeError, match="sub-module 'body.inner.back' is the module 'body'"):
+        root.state_dict()
+
+
+def test_shared_module_state_dict_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    class TNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            lin = torch.nn.Linear(2, 2)
+            self.a = lin
+            self.b = lin
+            self.seq = torch.nn.Sequential(lin, torch.nn.Tanh(), lin)
+
+    t, o = TNet(), SharedNet()
+    assert list(o.state_dict()) == list(t.state_dict())
+    assert [n for n, _ in o.named_parameters()] == [n for n, _ in t.named_parameters()]
+    result = o.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+    assert tuple(result) == ([], [])
+    np.testing.assert_array_equal(o.b.weight.numpy(), t.a.weight.detach().numpy())
+    # and back: our state dict loads strictly into torch
+    t2 = TNet()
+    t2.load_state_dict({k: torch.from_numpy(v) for k, v in o.state_dict().items()})
+    np.testing.assert_array_equal(t2.seq[2].bias.detach().numpy(), o.a.bias.numpy())
+    seq, tseq = nn.Sequential(nn.Linear(2, 2)), torch.nn.Sequential(torch.nn.Linear(2, 2))
+    seq.append(seq[0])
+    tseq.append(tseq[0])
+    assert list(seq.state_dict()) == list(tseq.state_dict())
+    seq.load_state_dict({k: v.detach().numpy() for k, v in tseq.state_dict().items()})
+
+
 def test_deep_nesting_does_not_recurse():
     model = nn.Linear(1, 1, generator=0)
     for _ in range(3000):

@@ -655,8 +655,80 @@ def test_constructor_errors():
         RNN(2, 3, nonlinearity="gelu")
     with pytest.raises(ValueError, match="reset.*'sometimes'"):
         GRU(2, 3, reset="sometimes")
-    with pytest.raises(ValueError, match="positive.*2, 3, 0"):
+    with pytest.raises(ValueError, match="LSTM: num_layers must be positive, got 0"):
         LSTM(2, 3, num_layers=0)
+    with pytest.raises(ValueError, match="GRU: input_size must be positive, got -2"):
+        GRU(-2, 3)
+
+
+@pytest.mark.parametrize("layer", [RNN, GRU, LSTM])
+@pytest.mark.parametrize("kwargs, name, shown", [
+    (dict(input_size=2, hidden_size=3.5), "hidden_size", "3.5"),  # was a bare NumPy error
+    (dict(input_size=2.0, hidden_size=3), "input_size", "2.0"),   # refused, not truncated
+    (dict(input_size=2, hidden_size=3, num_layers=1.0), "num_layers", "1.0"),
+    (dict(input_size=2, hidden_size=3, num_layers=True), "num_layers", "True"),
+    (dict(input_size=2, hidden_size=None), "hidden_size", "None"),
+])
+def test_non_integer_sizes_are_refused(layer: type, kwargs: dict, name: str, shown: str):
+    with pytest.raises(TypeError, match=f"{layer.__name__}: {name} must be an integer, got "
+                       + re.escape(shown)):
+        layer(**kwargs)
+
+
+@pytest.mark.parametrize("layer", [RNN, GRU, LSTM])
+def test_numpy_integer_sizes_are_accepted(layer: type):
+    model = layer(np.int64(2), np.int32(3), num_layers=np.int16(2), dtype=np.float64)
+    assert (model.input_size, model.hidden_size, model.num_layers) == (2, 3, 2)
+    assert all(type(v) is int for v in (model.input_size, model.hidden_size,
+                                         model.num_layers))
+    out, _ = model(np.zeros((4, 1, 2)))
+    assert out.shape == (4, 1, 3)
+
+
+@pytest.mark.parametrize("layer", [RNN, GRU, LSTM])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, bool, "not a dtype"])
+def test_non_float_dtype_is_refused_naming_the_layer(layer: type, dtype: Any):
+    """Used to fail in Parameter with "only floating-point tensors can require a gradient",
+    naming neither the layer nor the argument."""
+    with pytest.raises(TypeError, match=f"{layer.__name__}: dtype must be a floating-point "
+                       "dtype, got "):
+        layer(2, 3, dtype=dtype)
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=VARIANT_IDS)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unbatched_input_refuses_a_3d_state(v: Variant, engine: str):
+    """An (L, 1, H) state with unbatched (T, D) input used to be accepted (as torch refuses
+    it): the state of an unbatched input is (L, H)."""
+    model = v.layer(3, 4, num_layers=2, engine=engine, dtype=np.float64, **v.kwargs)
+    x = np.zeros((5, 3))
+    good, bad = np.zeros((2, 4)), np.zeros((2, 1, 4))
+    what = "h_0" if v.is_lstm else "hx"
+    pattern = (f"{v.mode}: for unbatched 2-D input of shape " + re.escape("(5, 3)") + ", "
+               + what + " must also be 2-D of shape " + re.escape("(2, 4)")
+               + ".*3-D state of shape " + re.escape("(2, 1, 4)"))
+    with pytest.raises(ValueError, match=pattern):
+        model(x, (bad, good) if v.is_lstm else bad)
+    if v.is_lstm:
+        with pytest.raises(ValueError, match="c_0 must also be 2-D.*" + re.escape("(2, 1, 4)")):
+            model(x, (good, bad))
+    out, state = model(x, (good, good) if v.is_lstm else good)  # the (L, H) state works
+    assert out.shape == (5, 4)
+    assert (state[0] if v.is_lstm else state).shape == (2, 4)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("missing", ["h_0", "c_0", "h_0 and c_0"])
+def test_lstm_state_pair_with_none_is_refused(missing: str, batched: bool, engine: str):
+    """(h_0, None) used to run with a zero c_0 put in silently."""
+    model = LSTM(3, 4, engine=engine, dtype=np.float64, generator=0)
+    x = np.zeros((5, 2, 3)) if batched else np.zeros((5, 3))
+    state = np.ones((1, 2, 4)) if batched else np.ones((1, 4))
+    hx = (None if "h_0" in missing else state, None if "c_0" in missing else state)
+    with pytest.raises(TypeError, match=r"LSTM: the state must be None or a pair "
+                       + re.escape(f"(h_0, c_0) of two states, got {missing} = None")):
+        model(x, hx)
 
 
 # --------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from ..backend import (
 from ..random import get_generator
 from ..tensor import Tensor, cat, split
 from . import init
-from .layers import Linear, _dtype_note, _float_dtype
+from .layers import Linear, _dtype_note, _float_dtype, _size
 from .module import Module, Parameter
 
 __all__ = [
@@ -205,13 +205,23 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
     return xp.broadcast_to(keep, (n,) + keep.shape[-2:]) if keep.ndim == 2 else keep
 
 
-def _split_float_mask(am: Any, xp: Any, dtype: Any) -> tuple[Any, Any]:
+def _split_float_mask(am: Any, xp: Any, dtype: Any, who: str,
+                      given_shape: tuple | None = None) -> tuple[Any, Any]:
     """An attn_mask array of module ``xp`` as (not-allowed boolean mask, finite additive part
-    or None for a boolean mask)."""
+    or None for a boolean mask).
+
+    Any other dtype (integers included: 0/1 would be ambiguous between "blocked" and "add 1")
+    is a TypeError naming ``who`` and the mask's shape as the caller gave it (``given_shape``,
+    default ``am.shape``).
+    """
     if am.dtype == bool:
         return am, None
     if not is_float_dtype(am.dtype):
-        raise TypeError(f"attn_mask must be boolean or floating point, got dtype {am.dtype}")
+        shape = tuple(am.shape) if given_shape is None else tuple(given_shape)
+        raise TypeError(
+            f"{who}: attn_mask of shape {shape} must be boolean (True = not allowed) or "
+            f"floating point (added to the scores), got dtype {am.dtype}"
+        )
     blocked = am == -xp.inf  # (isneginf is not in every array module)
     add = xp.where(blocked, xp.zeros((), dtype=am.dtype), am).astype(dtype)
     return blocked, add
@@ -348,9 +358,12 @@ class Attention(Module):
         super().__init__()
         if score not in SCORES:
             raise ValueError(f"Attention: score must be one of {SCORES}, got {score!r}")
-        for name, size in (("query_size", query_size), ("key_size", key_size)):
-            if int(size) <= 0:
-                raise ValueError(f"Attention: {name} must be positive, got {size}")
+        query_size = _size(query_size, "query_size", "Attention")
+        key_size = _size(key_size, "key_size", "Attention")
+        if value_size is not None:
+            value_size = _size(value_size, "value_size", "Attention")
+        if hidden_size is not None:
+            hidden_size = _size(hidden_size, "hidden_size", "Attention")
         if score in ("dot", "scaled_dot") and query_size != key_size:
             raise ValueError(
                 f"Attention: score {score!r} needs query_size == key_size, got "
@@ -363,17 +376,15 @@ class Attention(Module):
             )
         dt = _float_dtype(dtype, "Attention")
         self.score = score
-        self.query_size, self.key_size = int(query_size), int(key_size)
-        self.value_size = None if value_size is None else int(value_size)
+        self.query_size, self.key_size = query_size, key_size
+        self.value_size = value_size
         rng = get_generator(generator)
         if score == "bilinear":
             self.weight = Parameter(np.zeros((query_size, key_size), dtype=dt))
             bound = 1.0 / math.sqrt(key_size)
             init.uniform_(self.weight, -bound, bound, generator=rng)
         elif score == "additive":
-            h = int(key_size if hidden_size is None else hidden_size)
-            if h <= 0:
-                raise ValueError(f"Attention: hidden_size must be positive, got {h}")
+            h = key_size if hidden_size is None else hidden_size
             self.hidden_size = h
             self.query_proj = Linear(query_size, h, bias=bias, dtype=dt, generator=rng)
             self.key_proj = Linear(key_size, h, bias=False, dtype=dt, generator=rng)
@@ -458,8 +469,10 @@ class Attention(Module):
         pad = None
         if key_padding_mask is not None:
             pad = _as_array(key_padding_mask, xp, "Attention", "key_padding_mask")
+        mask_shape = None
         if attn_mask is not None:
             attn_mask = _as_array(attn_mask, xp, "Attention", "attn_mask")
+            mask_shape = tuple(attn_mask.shape)  # as given, before a single query's reshape
         single = query.ndim == 2
         if single:
             if causal:
@@ -473,7 +486,8 @@ class Attention(Module):
         n, tq, tk = query.shape[0], query.shape[1], keys.shape[1]
         add = None
         if attn_mask is not None:
-            attn_mask, add = _split_float_mask(attn_mask, xp, query.dtype)
+            attn_mask, add = _split_float_mask(attn_mask, xp, query.dtype, "Attention",
+                                               mask_shape)
         keep = keep_mask(n, tq, tk, pad, attn_mask, causal, xp, "Attention")
         keys = _zero_padding(keys, pad)
         values = _zero_padding(values, pad)
@@ -550,8 +564,9 @@ class MultiheadAttention(Module):
 
     Notes
     -----
-    Masks as torch: ``key_padding_mask`` (N, S) True = padding; ``attn_mask`` (L, S) or
-    (N*h, L, S), boolean True = not allowed, or float (added); ``is_causal`` applies the
+    Masks as torch: ``key_padding_mask`` (N, S) True = padding ((S,) for unbatched input);
+    ``attn_mask`` (L, S) or (N*h, L, S), boolean True = not allowed, or float (added; any
+    other dtype is a TypeError, integers included); ``is_causal`` applies the
     causal mask (combined with ``attn_mask`` when both are given; torch takes ``is_causal``
     only as a hint that ``attn_mask`` is causal and requires it). A fully masked row gives
     zero weights and zero gradient (torch gives NaN); its output is ``out_proj.bias``. The
@@ -563,11 +578,12 @@ class MultiheadAttention(Module):
                  kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
-        if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(
-                f"MultiheadAttention: embed_dim and num_heads must be positive, got "
-                f"embed_dim={embed_dim}, num_heads={num_heads}"
-            )
+        embed_dim = _size(embed_dim, "embed_dim", "MultiheadAttention")
+        num_heads = _size(num_heads, "num_heads", "MultiheadAttention")
+        if kdim is not None:
+            kdim = _size(kdim, "kdim", "MultiheadAttention")
+        if vdim is not None:
+            vdim = _size(vdim, "vdim", "MultiheadAttention")
         if embed_dim % num_heads != 0:
             raise ValueError(
                 f"MultiheadAttention: embed_dim={embed_dim} is not divisible by "
@@ -576,10 +592,10 @@ class MultiheadAttention(Module):
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
         dt = _float_dtype(dtype, "MultiheadAttention")
-        e = int(embed_dim)
-        self.embed_dim, self.num_heads, self.head_dim = e, int(num_heads), e // num_heads
-        self.kdim = e if kdim is None else int(kdim)
-        self.vdim = e if vdim is None else int(vdim)
+        e = embed_dim
+        self.embed_dim, self.num_heads, self.head_dim = e, num_heads, e // num_heads
+        self.kdim = e if kdim is None else kdim
+        self.vdim = e if vdim is None else vdim
         self._qkv_same_embed_dim = self.kdim == e and self.vdim == e
         self.dropout = float(dropout)
         self.batch_first = bool(batch_first)
@@ -669,7 +685,7 @@ class MultiheadAttention(Module):
         add = None
         blocked = None
         if attn_mask is not None:
-            blocked, add = _split_float_mask(attn_mask, xp, dtype)
+            blocked, add = _split_float_mask(attn_mask, xp, dtype, "MultiheadAttention")
             if blocked.shape == (n * h, tgt, src):
                 blocked = blocked.reshape(n, h, tgt, src)
                 add = None if add is None else add.reshape(n, h, tgt, src)
@@ -725,6 +741,15 @@ class MultiheadAttention(Module):
             query = query.unsqueeze(0)
             key, value = (query, query) if self_attn else (key.unsqueeze(0), value.unsqueeze(0))
             if key_padding_mask is not None:
+                # as torch: one (S,) mask for the one unbatched sequence of keys; checked
+                # here, so the error names the shape given, not the one after adding N = 1
+                src = key.shape[1]
+                if key_padding_mask.shape != (src,):
+                    raise ValueError(
+                        f"{who}: for unbatched input (key of shape {tuple(key.shape[1:])}), "
+                        f"key_padding_mask must be 1-D of shape {(src,)} (S,), got shape "
+                        f"{tuple(key_padding_mask.shape)}"
+                    )
                 key_padding_mask = key_padding_mask[None]
         elif not self.batch_first:                           # (L, N, E) -> (N, L, E)
             same_kv = key is value

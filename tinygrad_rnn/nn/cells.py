@@ -26,6 +26,7 @@ from ..backend import DEFAULT_FLOAT, get_array_module
 from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor, split
+from .layers import _float_dtype, _size
 from .module import Module, Parameter
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn_step", "gru_step", "lstm_step"]
@@ -130,11 +131,10 @@ class _CellBase(Module):
     def __init__(self, input_size: int, hidden_size: int, bias: bool, dtype: Any,
                  generator: Any, extra_peephole: int = 0) -> None:
         super().__init__()
-        if input_size <= 0 or hidden_size <= 0:
-            raise ValueError(
-                f"{type(self).__name__}: input_size and hidden_size must be positive, got "
-                f"{input_size} and {hidden_size}"
-            )
+        name = type(self).__name__
+        input_size = _size(input_size, "input_size", name)
+        hidden_size = _size(hidden_size, "hidden_size", name)
+        dtype = _float_dtype(dtype, name)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         rng = get_generator(generator)
         k = 1.0 / math.sqrt(hidden_size)
@@ -320,7 +320,9 @@ def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:
     """Split an LSTM state argument into (h, c); None gives (None, None).
 
     A single array or Tensor is refused: unpacking it would silently split it along its first
-    axis into an h and a c.
+    axis into an h and a c. So is a pair with a None in it, such as ``(h_0, None)``: the state
+    is either None (both zero) or two states, never half of one (a zero c_0 put in silently
+    would hide a bug, e.g. a forgotten cell state when carrying the state between chunks).
     """
     if hx is None:
         return None, None
@@ -329,6 +331,13 @@ def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:
                 else f"{type(hx).__name__} of length {len(hx)}"
                 if isinstance(hx, (tuple, list)) else type(hx).__name__)
         raise TypeError(f"{name}: the state must be a pair (h_0, c_0) or None, got {what}")
+    missing = [part for part, value in zip(("h_0", "c_0"), hx) if value is None]
+    if missing:
+        raise TypeError(
+            f"{name}: the state must be None or a pair (h_0, c_0) of two states, got "
+            f"{' and '.join(missing)} = None in the pair; pass hx=None for zero initial "
+            f"states, or give both h_0 and c_0"
+        )
     return hx[0], hx[1]
 
 

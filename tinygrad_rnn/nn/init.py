@@ -7,6 +7,13 @@ returns it. Random values are drawn in float64 from ``generator`` (a seed, a
 resets) and then cast, so a float32 and a float64 model built from the same seed hold the same
 numbers up to rounding.
 
+Targets: the random fills (uniform, normal, Xavier, Kaiming, orthogonal, ``rnn_default_``)
+need a floating-point target and raise a TypeError naming the function and the dtype for an
+integer or boolean one (their samples would be truncated). The deterministic fills write into
+any dtype, but only values it holds exactly (``constant_(t, 3)`` into int64 is fine, 2.5 is a
+TypeError). A tensor with no elements is returned unchanged by every fill (after the
+arguments are checked), as in torch.
+
 Devices: the target may live on any device (a Parameter after ``Module.to``, or a raw device
 array). Random values are drawn on the host from the NumPy generator and copied to the
 target's device explicitly (``xp.asarray``), so a seed gives the same values on every device;
@@ -32,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import get_array_module, to_device
+from ..backend import get_array_module, is_float_dtype, to_device
 from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor
@@ -46,23 +53,53 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------- helpers
-def _shape(t: Any) -> tuple:
+def _shape(t: Any, fn: str = "init") -> tuple:
+    """The shape of a fill target (a Tensor or an array on any device)."""
     if not (isinstance(t, (Tensor, np.ndarray)) or get_array_module(t) is not np):
-        raise TypeError(f"init: expected a Tensor or an array, got {type(t).__name__}")
+        raise TypeError(f"{fn}: expected a Tensor or an array, got {type(t).__name__}")
     return tuple(t.shape)
 
 
-def _write(t: Any, values: Any) -> Any:
-    """Copy ``values`` (any float array of t's shape) into ``t`` in place, in t's dtype."""
+def _random_target(t: Any, fn: str) -> tuple:
+    """The shape of the target of a random fill, refusing a non-floating-point target: the
+    samples would be truncated (U(0, 10) into int64 gives integers, N(0, 1) mostly zeros).
+    torch refuses too."""
+    shape = _shape(t, fn)
+    dtype = _raw(t).dtype
+    if not is_float_dtype(dtype):
+        raise TypeError(
+            f"{fn}: random values need a floating-point tensor, got dtype {dtype} (they would "
+            f"be truncated); convert the tensor to a float dtype first"
+        )
+    return shape
+
+
+def _write(t: Any, values: Any, fn: str) -> Any:
+    """Copy ``values`` (any float array of t's shape) into ``t`` in place, in t's dtype.
+
+    Into an integer or boolean target only values that the cast keeps exactly are written
+    (``constant_(t, 3)``, ``eye_``); any other value is a TypeError naming ``fn``, the value
+    and the dtype, and nothing is written.
+    """
+    _shape(t, fn)
+    raw = _raw(t)
+    xp = get_array_module(raw)
+    values = xp.asarray(values)
+    if not is_float_dtype(raw.dtype):
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = values.astype(raw.dtype)
+        lost = cast != values
+        if bool(lost.any()):
+            first = values[lost].ravel()[0]
+            raise TypeError(
+                f"{fn}: cannot write the value {float(first)!r} into a tensor of dtype "
+                f"{raw.dtype} without changing it (truncation or overflow)"
+            )
     if isinstance(t, Tensor):
-        xp = get_array_module(t.data)
         with no_grad():
-            t.copy_(xp.asarray(values))  # casts to t's dtype, bumps the version counter
-    elif isinstance(t, np.ndarray) or get_array_module(t) is not np:
-        xp = get_array_module(t)
-        t[...] = xp.asarray(values)
+            t.copy_(values)  # casts to t's dtype, bumps the version counter
     else:
-        raise TypeError(f"init: expected a Tensor or an array, got {type(t).__name__}")
+        raw[...] = values
     return t
 
 
@@ -124,89 +161,133 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 
 # ------------------------------------------------------------------------- basic fills
-def uniform_(t: Any, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
-    """Fill with samples of U(a, b)."""
+def _uniform(t: Any, a: float, b: float, generator: Any, fn: str) -> Any:
+    """U(a, b) samples into ``t``; errors name the public function ``fn``."""
     if not a <= b:
-        raise ValueError(f"uniform_: need a <= b, got a={a}, b={b}")
+        raise ValueError(f"{fn}: need a <= b, got a={a}, b={b}")
+    shape = _random_target(t, fn)
     rng = get_generator(generator)
-    return _write(t, rng.uniform(a, b, size=_shape(t)))
+    return _write(t, rng.uniform(a, b, size=shape), fn)
+
+
+def _normal(t: Any, mean: float, std: float, generator: Any, fn: str) -> Any:
+    """N(mean, std^2) samples into ``t``; errors name the public function ``fn``."""
+    if std < 0:
+        raise ValueError(f"{fn}: std must be >= 0, got {std}")
+    shape = _random_target(t, fn)
+    rng = get_generator(generator)
+    return _write(t, mean + std * rng.standard_normal(shape), fn)
+
+
+def uniform_(t: Any, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
+    """Fill with samples of U(a, b) (a floating-point target only, as for every random
+    fill: an integer target is a TypeError)."""
+    return _uniform(t, a, b, generator, "uniform_")
 
 
 def normal_(t: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
-    """Fill with samples of N(mean, std^2)."""
-    if std < 0:
-        raise ValueError(f"normal_: std must be >= 0, got {std}")
-    rng = get_generator(generator)
-    return _write(t, mean + std * rng.standard_normal(_shape(t)))
+    """Fill with samples of N(mean, std^2) (a floating-point target only)."""
+    return _normal(t, mean, std, generator, "normal_")
+
+
+def _constant(t: Any, val: float, fn: str) -> Any:
+    xp = get_array_module(_raw(t))
+    return _write(t, xp.full(_shape(t, fn), val, dtype=np.float64), fn)
 
 
 def constant_(t: Any, val: float) -> Any:
-    """Fill with ``val``."""
-    xp = get_array_module(_raw(t))
-    return _write(t, xp.full(_shape(t), val, dtype=np.float64))
+    """Fill with ``val``. An integer or boolean target takes only a value it holds exactly
+    (``constant_(t, 3)``); 2.5 or an overflowing value is a TypeError, never truncated."""
+    return _constant(t, val, "constant_")
 
 
 def zeros_(t: Any) -> Any:
     """Fill with 0."""
-    return constant_(t, 0.0)
+    return _constant(t, 0.0, "zeros_")
 
 
 def ones_(t: Any) -> Any:
     """Fill with 1."""
-    return constant_(t, 1.0)
+    return _constant(t, 1.0, "ones_")
 
 
 def eye_(t: Any) -> Any:
     """Fill a 2-D tensor with the identity (ones on the main diagonal)."""
-    shape = _shape(t)
+    shape = _shape(t, "eye_")
     if len(shape) != 2:
         raise ValueError(f"eye_: expected a 2-D tensor, got shape {shape}")
-    return _write(t, get_array_module(_raw(t)).eye(shape[0], shape[1]))
+    return _write(t, get_array_module(_raw(t)).eye(shape[0], shape[1]), "eye_")
 
 
 # ------------------------------------------------------------------------- scaled by fans
+# A tensor with no elements has a zero fan (fan_in + fan_out is 0 for shape (0, 0)), and no
+# value to write: the fan-scaled fills return it unchanged, as torch does (after checking
+# their arguments, so a bad mode or dtype is still an error).
 def xavier_uniform_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
     """Glorot/Xavier uniform: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)), which
-    gives variance gain^2 * 2 / (fan_in + fan_out).
+    gives variance gain^2 * 2 / (fan_in + fan_out). A zero-element tensor is returned
+    unchanged.
 
     References: Glorot and Bengio (2010), Understanding the difficulty of training deep
     feedforward neural networks.
     """
-    fan_in, fan_out = _fans(_shape(t), "xavier_uniform_")
+    fn = "xavier_uniform_"
+    shape = _random_target(t, fn)
+    fan_in, fan_out = _fans(shape, fn)
+    if 0 in shape:
+        return t
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(t, -bound, bound, generator=generator)
+    return _uniform(t, -bound, bound, generator, fn)
 
 
 def xavier_normal_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
-    """Glorot/Xavier normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
-    fan_in, fan_out = _fans(_shape(t), "xavier_normal_")
+    """Glorot/Xavier normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)). A
+    zero-element tensor is returned unchanged."""
+    fn = "xavier_normal_"
+    shape = _random_target(t, fn)
+    fan_in, fan_out = _fans(shape, fn)
+    if 0 in shape:
+        return t
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
-    return normal_(t, 0.0, std, generator=generator)
+    return _normal(t, 0.0, std, generator, fn)
 
 
-def _kaiming_std(t: Any, a: float, mode: str, nonlinearity: str, fn: str) -> float:
+def _kaiming_std(t: Any, a: float, mode: str, nonlinearity: str, fn: str) -> float | None:
+    """gain / sqrt(fan), or None for a zero-element tensor (nothing to fill)."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"{fn}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    fan_in, fan_out = _fans(_shape(t), fn)
+    gain = calculate_gain(nonlinearity, a)
+    shape = _random_target(t, fn)
+    fan_in, fan_out = _fans(shape, fn)
+    if 0 in shape:
+        return None
     fan = fan_in if mode == "fan_in" else fan_out
-    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return gain / math.sqrt(fan)
 
 
 def kaiming_uniform_(t: Any, a: float = 0.0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator: Any = None) -> Any:
     """He/Kaiming uniform: U(-b, b) with b = gain * sqrt(3 / fan), gain from
     :func:`calculate_gain` (``a`` is the leaky-relu slope). ``torch.nn.Linear`` uses
-    ``a = sqrt(5)``, which gives b = 1 / sqrt(fan_in)."""
-    std = _kaiming_std(t, a, mode, nonlinearity, "kaiming_uniform_")
+    ``a = sqrt(5)``, which gives b = 1 / sqrt(fan_in). A zero-element tensor is returned
+    unchanged."""
+    fn = "kaiming_uniform_"
+    std = _kaiming_std(t, a, mode, nonlinearity, fn)
+    if std is None:
+        return t
     bound = math.sqrt(3.0) * std
-    return uniform_(t, -bound, bound, generator=generator)
+    return _uniform(t, -bound, bound, generator, fn)
 
 
 def kaiming_normal_(t: Any, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator: Any = None) -> Any:
-    """He/Kaiming normal: N(0, std^2) with std = gain / sqrt(fan)."""
-    std = _kaiming_std(t, a, mode, nonlinearity, "kaiming_normal_")
-    return normal_(t, 0.0, std, generator=generator)
+    """He/Kaiming normal: N(0, std^2) with std = gain / sqrt(fan). A zero-element tensor is
+    returned unchanged."""
+    fn = "kaiming_normal_"
+    std = _kaiming_std(t, a, mode, nonlinearity, fn)
+    if std is None:
+        return t
+    return _normal(t, 0.0, std, generator, fn)
 
 
 # ------------------------------------------------------------------------- orthogonal
@@ -241,7 +322,7 @@ def orthogonal_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
     References: Saxe, McClelland and Ganguli (2014), Exact solutions to the nonlinear dynamics
     of learning in deep linear neural networks.
     """
-    shape = _shape(t)
+    shape = _random_target(t, "orthogonal_")
     if len(shape) < 2:
         raise ValueError(f"orthogonal_: need at least 2 dimensions, got shape {shape}")
     rows = shape[0]
@@ -249,7 +330,7 @@ def orthogonal_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
     if rows == 0 or cols == 0:
         return t
     q = _haar_orthogonal(rows, cols, get_generator(generator))
-    return _write(t, (gain * q).reshape(shape))
+    return _write(t, (gain * q).reshape(shape), "orthogonal_")
 
 
 def orthogonal_blocks_(t: Any, num_blocks: int, gain: float = 1.0,
@@ -261,7 +342,7 @@ def orthogonal_blocks_(t: Any, num_blocks: int, gain: float = 1.0,
     matrix orthogonal. Here block g, rows ``g*H:(g+1)*H``, is filled by :func:`orthogonal_`
     independently (blocks drawn in order from the one generator).
     """
-    shape = _shape(t)
+    shape = _random_target(t, "orthogonal_blocks_")
     if len(shape) != 2:
         raise ValueError(f"orthogonal_blocks_: expected a 2-D tensor, got shape {shape}")
     if num_blocks <= 0 or shape[0] % num_blocks != 0:
@@ -276,16 +357,19 @@ def orthogonal_blocks_(t: Any, num_blocks: int, gain: float = 1.0,
     out = np.empty(shape, dtype=np.float64)
     for g in range(num_blocks):
         out[g * h:(g + 1) * h] = gain * _haar_orthogonal(h, shape[1], rng)
-    return _write(t, out)
+    return _write(t, out, "orthogonal_blocks_")
 
 
 # ------------------------------------------------------------------------- recurrent helpers
 def rnn_default_(t: Any, hidden_size: int, generator: Any = None) -> Any:
     """torch's default for every weight and bias of RNN/GRU/LSTM: U(-k, k), k = 1/sqrt(H)."""
+    if isinstance(hidden_size, (bool, np.bool_)) or not isinstance(hidden_size,
+                                                                   (int, np.integer)):
+        raise TypeError(f"rnn_default_: hidden_size must be an integer, got {hidden_size!r}")
     if hidden_size <= 0:
         raise ValueError(f"rnn_default_: hidden_size must be positive, got {hidden_size}")
     k = 1.0 / math.sqrt(hidden_size)
-    return uniform_(t, -k, k, generator=generator)
+    return _uniform(t, -k, k, generator, "rnn_default_")
 
 
 def set_forget_bias_(bias: Any, hidden_size: int, value: float = 1.0,
@@ -307,7 +391,7 @@ def set_forget_bias_(bias: Any, hidden_size: int, value: float = 1.0,
             f"set_forget_bias_: gate_order must be distinct gate letters including 'f', got "
             f"{gate_order!r}"
         )
-    shape = _shape(bias)
+    shape = _shape(bias, "set_forget_bias_")
     expected = (len(gate_order) * hidden_size,)
     if shape != expected:
         raise ValueError(
@@ -317,7 +401,7 @@ def set_forget_bias_(bias: Any, hidden_size: int, value: float = 1.0,
     k = gate_order.index("f")
     values = _float64_copy(bias)
     values[k * hidden_size:(k + 1) * hidden_size] = value
-    return _write(bias, values)
+    return _write(bias, values, "set_forget_bias_")
 
 
 def spectral_radius(w: Any) -> float:
@@ -352,4 +436,4 @@ def scale_to_spectral_radius_(w: Any, rho: float) -> Any:
             "scale_to_spectral_radius_: the matrix has spectral radius 0 (nilpotent or zero), "
             "so no rescaling can give it another radius"
         )
-    return _write(w, _float64_copy(w) * (rho / current))
+    return _write(w, _float64_copy(w) * (rho / current), "scale_to_spectral_radius_")

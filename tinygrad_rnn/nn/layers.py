@@ -37,10 +37,33 @@ __all__ = [
 
 
 def _float_dtype(dtype: Any, layer: str) -> np.dtype:
-    dt = np.dtype(dtype)
+    """``dtype`` as a NumPy floating-point dtype; a TypeError naming ``layer`` otherwise."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dtype!r}") from None
     if not is_float_dtype(dt):
         raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dt}")
     return dt
+
+
+def _integer(value: Any, name: str, owner: str) -> int:
+    """``value`` as a Python int: a Python or NumPy integer, never a bool or a float (a float
+    is refused, not truncated); the TypeError names ``owner`` and ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{owner}: {name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})")
+    return int(value)
+
+
+def _size(value: Any, name: str, owner: str, minimum: int = 1) -> int:
+    """``value`` as a Python int, checked by :func:`_integer` and to be at least ``minimum``
+    (positive by default); the ValueError names ``owner``, ``name`` and the value."""
+    value = _integer(value, name, owner)
+    if value < minimum:
+        least = "positive" if minimum == 1 else f">= {minimum}"
+        raise ValueError(f"{owner}: {name} must be {least}, got {value}")
+    return value
 
 
 def _table_data(table: Any) -> Any:
@@ -91,14 +114,10 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
-        if in_features < 0 or out_features < 0:
-            raise ValueError(
-                f"Linear: feature sizes must be >= 0, got in_features={in_features}, "
-                f"out_features={out_features}"
-            )
+        in_features = _size(in_features, "in_features", "Linear", minimum=0)
+        out_features = _size(out_features, "out_features", "Linear", minimum=0)
         dt = _float_dtype(dtype, "Linear")
-        self.in_features = int(in_features)
-        self.out_features = int(out_features)
+        self.in_features, self.out_features = in_features, out_features
         rng = get_generator(generator)
         k = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(np.zeros((out_features, in_features), dtype=dt))
@@ -153,20 +172,17 @@ class Embedding(Module):
                  padding_idx: int | None = None, *, dtype: Any = DEFAULT_FLOAT,
                  generator: Any = None, _weight: Any = None) -> None:
         super().__init__()
-        if num_embeddings < 0 or embedding_dim < 0:
-            raise ValueError(
-                f"Embedding: sizes must be >= 0, got num_embeddings={num_embeddings}, "
-                f"embedding_dim={embedding_dim}"
-            )
+        num_embeddings = _size(num_embeddings, "num_embeddings", "Embedding", minimum=0)
+        embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding", minimum=0)
         if padding_idx is not None:
+            padding_idx = _integer(padding_idx, "padding_idx", "Embedding")
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(
                     f"Embedding: padding_idx {padding_idx} is outside the table of "
                     f"{num_embeddings} rows"
                 )
             padding_idx = padding_idx % num_embeddings
-        self.num_embeddings = int(num_embeddings)
-        self.embedding_dim = int(embedding_dim)
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = padding_idx
         if _weight is None:
             dt = _float_dtype(dtype, "Embedding")

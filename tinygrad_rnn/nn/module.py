@@ -329,18 +329,50 @@ class Module:
                    if p.requires_grad or not trainable_only)
 
     # ---------------------------------------------------------------- state
+    def _state_modules(self, prefix: str) -> Iterator[tuple[str, "Module"]]:
+        """Every (dotted name, sub-module) pair, pre-order, a shared sub-module under every
+        name that reaches it (unlike :meth:`named_modules`, which lists it once), as torch's
+        ``state_dict`` walks them.
+
+        Iterative like :meth:`named_modules`. A module that contains itself (a cycle of
+        sub-modules) would give infinitely many names: that is a RuntimeError naming the path.
+        """
+        on_path: dict[int, str] = {}  # id -> name of the modules from the root to here
+        stack: list[tuple[str, Module, bool]] = [(prefix, self, False)]
+        while stack:
+            name, module, leaving = stack.pop()
+            if leaving:
+                del on_path[id(module)]
+                continue
+            if id(module) in on_path:
+                outer = on_path[id(module)]
+                outer = f"the module '{outer}'" if outer else "the root module"
+                raise RuntimeError(
+                    f"state_dict of {type(self).__name__}: sub-module '{name}' is {outer}, "
+                    f"which contains it; a cycle of sub-modules has no finite state dict"
+                )
+            on_path[id(module)] = name
+            yield name, module
+            stack.append((name, module, True))  # popped after all of its descendants
+            children = [(name + ("." if name else "") + child_name, child)
+                        for child_name, child in module._modules.items() if child is not None]
+            stack.extend((n, c, False) for n, c in reversed(children))
+
     def state_dict(self, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Any]":
         """Parameters and persistent buffers by dotted key, as NumPy array copies.
 
         The copies are on the host whatever the module's device (for a module on a GPU each
         value is an explicit device-to-host copy), so a state dict can be saved, compared or
         loaded into a module on any device. The keys are exactly those of the torch module
-        with the same layout. As in torch, a parameter shared by two sub-modules appears
-        under both keys. With ``keep_vars=True`` the values are the Parameter/buffer tensors
-        themselves (no copy, on the module's device).
+        with the same layout. As in torch, whatever is shared appears under every name that
+        reaches it: a parameter shared by two sub-modules under both keys, and a sub-module
+        registered under two names (``self.a = self.b = lin``, ``Sequential(lin, lin)``) with
+        all its keys under both prefixes (``named_parameters`` lists each once). With
+        ``keep_vars=True`` the values are the Parameter/buffer tensors themselves (no copy, on
+        the module's device), so shared keys hold the same object.
         """
         out: OrderedDict[str, Any] = OrderedDict()
-        for mod_prefix, module in self.named_modules(prefix=prefix):
+        for mod_prefix, module in self._state_modules(prefix):
             dot = mod_prefix + ("." if mod_prefix else "")
             for name, p in module._parameters.items():
                 if p is not None:
@@ -360,6 +392,14 @@ class Module:
         loaded into a float32 model on a GPU become float32 on the GPU). Every check runs before
         anything is copied, so a failed load leaves the module untouched.
 
+        A shared parameter or buffer has several keys (see :meth:`state_dict`); each key
+        present must hold the same values (compared after conversion to the tensor's dtype),
+        which are then loaded once. Keys of one shared tensor with different values are an
+        error rather than "the last key wins" (torch copies them in order, so there the last
+        one wins silently): such a checkpoint comes from a model in which the tensors were
+        not shared. Load it with the keys of the copy you want (``strict=False`` and the others
+        left out), or untie the model first.
+
         Parameters
         ----------
         state_dict : mapping
@@ -378,8 +418,9 @@ class Module:
         ------
         RuntimeError
             Listing every missing/unexpected key (strict), every shape mismatch with the key
-            and both shapes, and every value whose dtype cannot be cast within its kind (float
-            values into an integer buffer).
+            and both shapes, every value whose dtype cannot be cast within its kind (float
+            values into an integer buffer), and every shared tensor whose keys hold different
+            values.
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(
@@ -391,6 +432,7 @@ class Module:
         unexpected = [k for k in state_dict if k not in targets]
         errors: list[str] = []
         updates: list[tuple[Tensor, Any]] = []
+        first_key: dict[int, tuple[str, Any]] = {}  # id(target) -> its first key and value
         for key, target in targets.items():
             if key not in state_dict:
                 continue
@@ -408,6 +450,17 @@ class Module:
                     f"{target.dtype} tensor without losing their kind (e.g. float into int)"
                 )
                 continue
+            if id(target) in first_key:  # a shared tensor: load it once, from equal values
+                other_key, other = first_key[id(target)]
+                if not _same_values(other, value, target.dtype):
+                    errors.append(
+                        f"'{other_key}' and '{key}' name the same shared "
+                        f"{'parameter' if isinstance(target, Parameter) else 'buffer'} but "
+                        f"hold different values in the state dict; keep only the key to load"
+                        f" (with strict=False) or untie the module"
+                    )
+                continue
+            first_key[id(target)] = (key, value)
             updates.append((target, value))
         if strict and unexpected:
             errors.insert(0, "unexpected key(s) in state_dict: "
@@ -557,6 +610,14 @@ def _host_copy(a: Any) -> np.ndarray:
     if get_array_module(a) is np:
         return np.array(a, copy=True)
     return to_device(a, "cpu")
+
+
+def _same_values(a: Any, b: Any, dtype: Any) -> bool:
+    """Whether two state-dict arrays (on any devices) hold the same values once converted to
+    ``dtype`` (NaN equal to NaN): the test for the keys of one shared tensor."""
+    a = _host_copy(a).astype(dtype, copy=False)
+    b = _host_copy(b).astype(dtype, copy=False)
+    return bool(np.array_equal(a, b, equal_nan=is_float_dtype(np.dtype(dtype))))
 
 
 def _value_array(key: str, value: Any) -> Any:

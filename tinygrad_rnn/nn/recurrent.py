@@ -47,6 +47,7 @@ from ..tensor import Tensor, host_lengths, split, stack, where
 from .cells import (
     _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
 )
+from .layers import _float_dtype, _size
 from .module import Module, Parameter
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
@@ -161,11 +162,10 @@ class RNNBase(Module):
                  coupled: bool = False, forget_bias: float = 0.0) -> None:
         super().__init__()
         name = type(self).__name__
-        if input_size <= 0 or hidden_size <= 0 or num_layers <= 0:
-            raise ValueError(
-                f"{name}: input_size, hidden_size and num_layers must be positive, got "
-                f"{input_size}, {hidden_size}, {num_layers}"
-            )
+        input_size = _size(input_size, "input_size", name)
+        hidden_size = _size(hidden_size, "hidden_size", name)
+        num_layers = _size(num_layers, "num_layers", name)
+        dtype = _float_dtype(dtype, name)
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
         if engine not in ("fused", "autograd"):
@@ -259,7 +259,16 @@ class RNNBase(Module):
         if hx is None:
             return zero_state(shape, x)
         hx = as_state(hx, x, f"{type(self).__name__}: {what}")
-        if unbatched and hx.ndim == 2:
+        if unbatched:
+            if hx.ndim != 2:
+                # as torch: an unbatched input takes an unbatched state (reshaping an
+                # (L, 1, H) state silently would hide a batched/unbatched mix-up)
+                raise ValueError(
+                    f"{type(self).__name__}: for unbatched 2-D input of shape "
+                    f"{(x.shape[0], x.shape[2])}, {what} must also be 2-D of shape "
+                    f"{(L, self.hidden_size)} (num_layers * num_directions, hidden_size), "
+                    f"got a {hx.ndim}-D state of shape {hx.shape}"
+                )
             if hx.shape != (L, self.hidden_size):
                 raise ValueError(
                     f"{type(self).__name__}: {what} must have shape {(L, self.hidden_size)} "
