@@ -234,6 +234,117 @@ def test_argument_errors():
         decoding.sample_decode(model, src, lens, temperature=0.0)
 
 
+# ------------------------------------------------------------------------ regressions
+def constant_logits_model(bias) -> tr.nn.Seq2Seq:
+    """A model whose logits are ``bias`` at every step (output weights zeroed): exact ties."""
+    model = make_model("init", tgt_vocab=len(bias), seed=0)
+    with tr.no_grad():
+        model.out.weight.mul_(0.0)
+        model.out.bias.data[:] = np.asarray(bias, dtype=np.float64)
+    return model
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_top_k_keeps_exactly_k_candidates_ties_towards_the_lower_id(seed):
+    # ids 1 and 2 tie for the largest logit: top_k=1 keeps only id 1, as greedy does
+    model = constant_logits_model([0.0, 5.0, 5.0, 0.0, 0.0, 0.0, 0.0])
+    src, lens = make_src(seed, n=4)
+    greedy = decoding.greedy_decode(model, src, lens, max_len=5)
+    one = decoding.sample_decode(model, src, lens, max_len=5, top_k=1, generator=seed)
+    for g, s in zip(greedy.sequences, one.sequences):
+        np.testing.assert_array_equal(s, g)
+        np.testing.assert_array_equal(s, [1] * 5)
+    # ids 1, 2 and 3 (EOS) tie: top_k=2 keeps 1 and 2 only, so EOS is never drawn
+    model = constant_logits_model([0.0, 5.0, 5.0, 5.0, 0.0, 0.0, 0.0])
+    two = decoding.sample_decode(model, np.tile(src, (10, 1)), np.tile(lens, 10), max_len=5,
+                                 top_k=2, generator=seed)
+    drawn = np.concatenate(two.sequences)
+    assert set(drawn.tolist()) == {1, 2} and not two.finished.any()
+
+
+@given(z=st.lists(st.integers(-2, 2), min_size=1, max_size=8), data=st.data())
+def test_top_k_mask_is_the_stable_top_k(z, data):
+    """Exactly k entries per row: the k largest, ties broken towards the lower id."""
+    from tinygrad_rnn.lm.generate import top_k_mask
+
+    k = data.draw(st.integers(1, len(z)))
+    row = np.array(z, dtype=np.float64)
+    expected = np.zeros(len(z), dtype=bool)
+    expected[np.argsort(-row, kind="stable")[:k]] = True
+    np.testing.assert_array_equal(top_k_mask(row[None], k)[0], expected)
+
+
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), 0.0, -1.0])
+def test_sample_decode_refuses_a_bad_temperature_like_generate(temperature):
+    model = make_model("init")
+    src, lens = make_src(0)
+    with pytest.raises(ValueError, match="sample_decode: temperature must be a finite number "
+                                         "> 0"):
+        decoding.sample_decode(model, src, lens, temperature=temperature)
+    with pytest.raises(TypeError, match="temperature must be a number"):
+        decoding.sample_decode(model, src, lens, temperature="hot")
+
+
+@pytest.mark.parametrize("top_k", [0, 8, 100, 2.7, True])
+def test_sample_decode_top_k_follows_the_rule_of_generate(top_k):
+    model = make_model("init", tgt_vocab=7)
+    src, lens = make_src(0)
+    with pytest.raises(ValueError, match=r"sample_decode: top_k must be None or an integer in "
+                                         r"\[1, V\] = \[1, 7\], got"):
+        decoding.sample_decode(model, src, lens, top_k=top_k)
+    ok = decoding.sample_decode(model, src, lens, top_k=np.int64(7), max_len=2, generator=0)
+    assert len(ok.sequences) == 3
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, s, l: decoding.greedy_decode(m, s, l, max_len=2.5),
+    lambda m, s, l: decoding.sample_decode(m, s, l, max_len=2.0),
+    lambda m, s, l: decoding.beam_search(m, s, l, max_len=True),
+    lambda m, s, l: decoding.beam_search(m, s, l, beam_width=2.5),
+])
+def test_counts_must_be_integers_not_truncated(call):
+    model = make_model("init")
+    src, lens = make_src(0)
+    with pytest.raises(ValueError, match=r"(max_len|beam_width) must be an integer >= 1, got"):
+        call(model, src, lens)
+
+
+DECODERS = [decoding.greedy_decode, decoding.sample_decode, decoding.beam_search]
+
+
+@pytest.mark.parametrize("decode", DECODERS)
+def test_every_decoder_checks_the_source_the_same_way(decode):
+    model = make_model("bahdanau")
+    name = decode.__name__
+    with pytest.raises(ValueError, match=rf"{name}: src must be an integer array \(N, S\), "
+                                         r"got shape \(2,\).*src\[None\]"):
+        decode(model, np.array([4, 5]))
+    with pytest.raises(ValueError, match=rf"{name}: src_lengths must have shape \(N,\) = "
+                                         r"\(2,\) for src of shape \(2, 2\), got shape "
+                                         r"\(1,\)"):
+        decode(model, np.array([[4, 5], [4, 5]]), [2])
+    # the range is checked on the whole source, before any slicing: [1, S] = [1, 2]
+    for bad in ([0], [3]):
+        with pytest.raises(ValueError, match=rf"{name}: src_lengths must be integers in "
+                                             r"\[1, S\] = \[1, 2\].*got \[" + str(bad[0])):
+            decode(model, np.array([[4, 5]]), bad)
+    with pytest.raises(ValueError, match=rf"{name}: src_lengths must be integers, got dtype "
+                                         r"float64"):
+        decode(model, np.array([[4, 5]]), [1.5])
+    with pytest.raises(ValueError, match=rf"{name}: src of shape \(1, 0\) has no tokens"):
+        decode(model, np.zeros((1, 0), dtype=np.int64))
+
+
+@pytest.mark.parametrize("decode", DECODERS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_comes_back_in_the_model_dtype(decode, dtype):
+    model = tr.nn.Seq2Seq(9, 7, 4, 5, decoder="luong", dtype=dtype, generator=0)
+    src, lens = make_src(0)
+    res = decode(model, src, lens, max_len=3)
+    assert all(a.dtype == dtype for a in res.attention)
+    assert res.scores.dtype == np.float64            # scores: float64, as documented
+
+
 def test_docstring_examples():
     import doctest
 

@@ -57,6 +57,7 @@ import numpy as np
 from . import functional as F
 from .backend import get_array_module, to_device
 from .engine import no_grad
+from .lm.generate import check_temperature, check_top_k, sample_rows
 from .random import get_generator
 from .tensor import Tensor, host_lengths
 
@@ -72,8 +73,9 @@ class DecodeResult:
     sequences : list of int64 arrays
         Generated ids (no BOS; the final EOS included when the hypothesis finished).
     scores : float64 array (N,)
-        Sum of the model's log-probabilities of each sequence's tokens.
-    attention : list of float arrays (len(sequences[i]), S_i), or None
+        Sum of the model's log-probabilities of each sequence's tokens (accumulated in
+        float64 whatever the model's dtype).
+    attention : list of arrays (len(sequences[i]), S_i) in the model's dtype, or None
         The attention weights of each generated token over the source's real positions.
     finished : bool array (N,)
         Whether each sequence ended with EOS (False: cut at ``max_len``).
@@ -85,13 +87,36 @@ class DecodeResult:
     finished: np.ndarray
 
 
-def _lengths(src: Any, src_lengths: Any) -> tuple[np.ndarray, np.ndarray]:
+def _source(src: Any, src_lengths: Any, who: str) -> tuple[np.ndarray, np.ndarray]:
+    """The source ids (N, S) and lengths (N,) as host arrays, checked for every decoder
+    (``who`` names it in errors): integer ids of shape (N, S) and integer lengths of shape
+    (N,) in [1, S] (default: all S)."""
     ids = np.asarray(src.numpy() if isinstance(src, Tensor) else src)
+    if ids.ndim != 2 or ids.dtype.kind not in "iu":
+        hint = " (use src[None] for one sentence)" if ids.ndim == 1 else ""
+        raise ValueError(f"{who}: src must be an integer array (N, S), got shape {ids.shape} "
+                         f"and dtype {ids.dtype}{hint}")
+    N, S = ids.shape
+    if N and S == 0:
+        raise ValueError(f"{who}: src of shape {ids.shape} has no tokens; every sentence "
+                         f"needs at least one")
     if src_lengths is None:
-        lens = np.full(ids.shape[0], ids.shape[1], dtype=np.int64)
-    else:
-        lens = host_lengths(src_lengths, "decoding", "src_lengths").astype(np.int64)
+        return ids, np.full(N, S, dtype=np.int64)
+    lens = host_lengths(src_lengths, who, "src_lengths").astype(np.int64)
+    if lens.shape != (N,):
+        raise ValueError(f"{who}: src_lengths must have shape (N,) = ({N},) for src of shape "
+                         f"{ids.shape}, got shape {lens.shape}")
+    if bool((lens < 1).any()) or bool((lens > S).any()):
+        raise ValueError(f"{who}: src_lengths must be integers in [1, S] = [1, {S}] for src "
+                         f"of shape {ids.shape}, got {lens.tolist()}")
     return ids, lens
+
+
+def _positive_int(value: Any, name: str, who: str) -> int:
+    """An integer count >= 1 (not a bool; a float such as 2.5 is refused, not truncated)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{who}: {name} must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def _log_probs(logits: Tensor) -> Any:
@@ -99,17 +124,12 @@ def _log_probs(logits: Tensor) -> Any:
     return F.log_softmax(logits, axis=-1).data.astype(np.float64)
 
 
-def _check_max_len(max_len: int, who: str) -> None:
-    if int(max_len) < 1:
-        raise ValueError(f"{who}: max_len must be >= 1, got {max_len}")
-
-
 def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
               who: str) -> DecodeResult:
     """Batched left-to-right decoding; ``choose(logits (N, V) raw array, xp) -> ids (N,)``
     on the logits' device."""
-    _check_max_len(max_len, who)
-    ids, lens = _lengths(src, src_lengths)
+    max_len = _positive_int(max_len, "max_len", who)
+    ids, lens = _source(src, src_lengths, who)
     N = ids.shape[0]
     with no_grad():
         state, memory = model.encode(ids, lens)
@@ -119,7 +139,7 @@ def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
         tokens: list[np.ndarray] = []
         weights_t: list[Any] = []                           # (N, S) each, on the device
         steps = np.zeros(N, dtype=np.int64)                 # tokens generated per row
-        for _ in range(int(max_len)):
+        for _ in range(max_len):
             logits, state, weights = model.decode_step(prev, state, memory)
             xp = get_array_module(logits.data)
             logp = _log_probs(logits)                       # (N, V)
@@ -174,28 +194,22 @@ def sample_decode(model: Any, src: Any, src_lengths: Any = None, max_len: int = 
     """Ancestral sampling: each token drawn from softmax(logits / temperature), restricted to
     the ``top_k`` most probable tokens when given (batched over sentences).
 
-    The reported scores are log-probabilities under the model itself (temperature 1, no
-    top-k), so they compare with those of the other decoders. A fixed ``generator`` (int
-    seed or numpy Generator) makes the draws reproducible.
+    The draw is the one of :func:`tinygrad_rnn.lm.sample_logits`, with the same rules:
+    ``temperature`` a finite number > 0, ``top_k`` None or an integer in [1, V] (checked
+    against the model's V at the first step), and exactly ``top_k`` candidates, ties broken
+    towards the lower id (so ``top_k=1`` is greedy decoding). The reported scores are
+    log-probabilities under the model itself (temperature 1, no top-k), so they compare with
+    those of the other decoders. A fixed ``generator`` (int seed or numpy Generator) makes
+    the draws reproducible.
     """
-    if temperature <= 0.0:
-        raise ValueError(f"sample_decode: temperature must be > 0, got {temperature}")
-    if top_k is not None and int(top_k) < 1:
-        raise ValueError(f"sample_decode: top_k must be >= 1, got {top_k}")
+    who = "sample_decode"
+    tau = check_temperature(temperature, who, greedy="greedy_decode")
     rng = get_generator(generator)
 
     def choose(logits: Any, xp: Any) -> Any:
-        z = logits.astype(np.float64) / temperature                  # (N, V)
-        if top_k is not None and top_k < z.shape[-1]:
-            kth = xp.sort(z, axis=-1)[:, -int(top_k)][:, None]       # k-th largest per row
-            z = xp.where(z >= kth, z, -np.inf)
-        z = z - z.max(axis=-1, keepdims=True)
-        p = xp.exp(z)
-        p = p / p.sum(axis=-1, keepdims=True)
-        u = xp.asarray(rng.random(z.shape[0]))[:, None]              # drawn on the host
-        cdf = xp.cumsum(p, axis=-1)
-        idx = (u > cdf).sum(axis=-1)                                 # inverse-CDF draw
-        return xp.minimum(idx, z.shape[-1] - 1)
+        k = check_top_k(top_k, logits.shape[-1], who)
+        u = xp.asarray(rng.random(logits.shape[0]))                  # drawn on the host
+        return sample_rows(logits.astype(np.float64), tau, k, u, xp)
 
     return _stepwise(model, src, src_lengths, max_len, choose, "sample_decode")
 
@@ -223,30 +237,28 @@ def beam_search(model: Any, src: Any, src_lengths: Any = None, beam_width: int =
     DecodeResult
         ``scores`` are the raw log-probabilities of the chosen hypotheses (not normalized).
     """
-    if int(beam_width) < 1:
-        raise ValueError(f"beam_search: beam_width must be >= 1, got {beam_width}")
-    _check_max_len(max_len, "beam_search")
-    ids, lens = _lengths(src, src_lengths)
+    who = "beam_search"
+    width = _positive_int(beam_width, "beam_width", who)
+    max_len = _positive_int(max_len, "max_len", who)
+    ids, lens = _source(src, src_lengths, who)
     seqs, scores, attns, finished = [], [], [], []
     with no_grad():
         for n in range(ids.shape[0]):
-            best = _beam_one(model, ids[n: n + 1, : lens[n]], lens[n: n + 1], int(beam_width),
-                             int(max_len), float(alpha))
+            best = _beam_one(model, ids[n: n + 1, : lens[n]], lens[n: n + 1], width,
+                             max_len, float(alpha))
             seqs.append(np.array(best[0], dtype=np.int64))
             scores.append(best[1])
             attns.append(best[2])
             finished.append(best[3])
-    attention = None
-    if all(a is not None for a in attns):
-        attention = [np.stack(a) if len(a) else np.zeros((0, int(lens[i])))
-                     for i, a in enumerate(attns)]
+    attention = attns if all(a is not None for a in attns) else None
     return DecodeResult(seqs, np.array(scores, dtype=np.float64), attention,
                         np.array(finished, dtype=bool))
 
 
 def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len: int,
-              alpha: float) -> tuple[list, float, list | None, bool]:
-    """Beam search for one sentence; returns (tokens, score, attention rows, finished)."""
+              alpha: float) -> tuple[list, float, np.ndarray | None, bool]:
+    """Beam search for one sentence; returns (tokens, score, attention (T, S) in the model's
+    dtype or None, finished)."""
     state, memory = model.encode(src, lens)
     # live hypotheses: parallel lists of tokens, score, attention rows
     live_tok: list[list[int]] = [[]]
@@ -270,7 +282,7 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
         for j in order:
             b, v = divmod(int(j), V)
             toks = live_tok[b] + [v]
-            rows = None if w is None else live_attn[b] + [w[b].astype(np.float64)]
+            rows = None if w is None else live_attn[b] + [w[b]]
             if v == model.eos_id:
                 done.append((toks, float(flat[j]), rows, True))
             else:
@@ -294,9 +306,10 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
     best = max(range(len(done)),
                key=lambda i: (_normalized(done[i][1], len(done[i][0]), alpha), -i))
     tokens, score, rows, finished = done[best]
-    if rows:                                       # the chosen attention rows, copied once
-        rows = list(to_device(get_array_module(rows[0]).stack(rows), "cpu"))
-    return tokens, score, rows, finished
+    attention = None
+    if rows is not None:               # the chosen attention rows (at least one), copied once
+        attention = to_device(get_array_module(rows[0]).stack(rows), "cpu")
+    return tokens, score, attention, finished
 
 
 def _memory_rows(memory: Any) -> int:

@@ -417,12 +417,12 @@ def _lengths_consumers(V: int) -> dict[str, Callable[[Any, Any, str], Any]]:
         return decoding.greedy_decode(model, ids, lengths, max_len=3)
 
     return {"SequenceClassifier": classifier, "SequenceTagger": tagger, "Seq2Seq": seq2seq,
-            "decoding": greedy}
+            "greedy_decode": greedy}
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("owner", ["SequenceClassifier", "SequenceTagger", "Seq2Seq",
-                                   "decoding"])
+                                   "greedy_decode"])
 @pytest.mark.parametrize("as_tensor", [True, False], ids=["tensor", "raw-array"])
 def test_lengths_on_the_device_are_refused_by_every_model(as_tensor, owner, device):
     """As ``RNN(..., lengths=)``: lengths on a device raise a TypeError naming the model and
@@ -440,7 +440,7 @@ def test_lengths_on_the_device_are_refused_by_every_model(as_tensor, owner, devi
 
 
 @pytest.mark.parametrize("owner", ["SequenceClassifier", "SequenceTagger", "Seq2Seq",
-                                   "decoding"])
+                                   "greedy_decode"])
 def test_fractional_lengths_are_an_error_not_truncated(owner):
     batch, V = reversal_batch()
     call = _lengths_consumers(V)[owner]

@@ -256,6 +256,48 @@ def test_schedule_and_constructor_errors():
         model(src, np.array([6, 1, 1]), tgt_in)
 
 
+@pytest.mark.parametrize("name, value", [("bos_id", 6), ("eos_id", 6), ("eos_id", 99),
+                                         ("bos_id", -1), ("eos_id", -3)])
+def test_special_ids_must_lie_in_the_target_vocabulary(name, value):
+    # an eos_id the decoder can never emit would make every decode run to max_len
+    with pytest.raises(ValueError, match=rf"Seq2Seq: {name}={value} is outside the target "
+                                         r"vocabulary \[0, tgt_vocab\) = \[0, 6\)"):
+        tr.nn.Seq2Seq(9, 6, 2, 2, **{name: value})
+    tr.nn.Seq2Seq(9, 6, 2, 2, **{name: 5})                  # the last id is fine
+
+
+def test_pad_id_must_be_an_id_of_both_vocabularies():
+    with pytest.raises(ValueError, match=r"pad_id=6 must be an id of both vocabularies, "
+                                         r"\[0, min\(src_vocab, tgt_vocab\)\) = \[0, 6\)"):
+        tr.nn.Seq2Seq(9, 6, 2, 2, pad_id=6)
+    with pytest.raises(ValueError, match=r"pad_id=-1"):
+        tr.nn.Seq2Seq(9, 6, 2, 2, pad_id=-1)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(tgt_vocab=6.5), TypeError, "tgt_vocab must be an integer, got 6.5"),
+    (dict(src_vocab=True), TypeError, "src_vocab must be an integer"),
+    (dict(hidden=0), ValueError, "hidden must be positive, got 0"),
+    (dict(emb=2.0), TypeError, "emb must be an integer"),
+    (dict(bos_id=2.0), TypeError, "bos_id must be an integer"),
+    (dict(eos_id=True), TypeError, "eos_id must be an integer"),
+    (dict(attn_hidden=0), ValueError, "attn_hidden must be positive"),
+])
+def test_constructor_sizes_and_ids_are_integers(kwargs, exc, match):
+    args = dict(src_vocab=9, tgt_vocab=6, emb=2, hidden=2)
+    args.update(kwargs)
+    with pytest.raises(exc, match="Seq2Seq: " + match):
+        tr.nn.Seq2Seq(**args)
+
+
+def test_forward_refuses_an_empty_target():
+    model = make_model("init")
+    src, lens, _, _, _ = make_batch(0)
+    with pytest.raises(ValueError, match=r"Seq2Seq: tgt_in must have at least one step "
+                                         r"\(BOS first\), got shape \(3, 0\)"):
+        model(src, lens, np.zeros((3, 0), dtype=np.int64))
+
+
 def test_reorder_selects_rows():
     model = make_model("luong", "lstm", seed=10)
     src, lens, _, _, _ = make_batch(10)

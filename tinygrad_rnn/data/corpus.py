@@ -14,7 +14,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .text import CharTokenizer, Vocab, WordTokenizer, read_text_file, split_sizes
+from .text import (CharTokenizer, Vocab, WordTokenizer, _check_positive_int, read_text_file,
+                   split_sizes)
 
 __all__ = ["load_corpus", "pydoc_text", "char_corpus", "word_corpus", "Corpus",
            "DEFAULT_CORPUS"]
@@ -112,6 +113,14 @@ def _make_corpus(tokens: list[str], fractions: Sequence[float], min_freq: int,
                   vocab.encode(test_tokens))
 
 
+def _max_chars(max_chars: int | None, where: str) -> int | None:
+    """``max_chars`` checked before any text is read: None (the whole text) or a positive
+    integer (a negative one would cut from the end, a float be truncated: both refused)."""
+    if max_chars is None:
+        return None
+    return _check_positive_int(max_chars, "max_chars", where)
+
+
 def char_corpus(name_or_path: str | os.PathLike | None = None,
                 fractions: Sequence[float] = (0.8, 0.1, 0.1), min_freq: int = 1,
                 max_size: int | None = None, lowercase: bool = False,
@@ -124,9 +133,8 @@ def char_corpus(name_or_path: str | os.PathLike | None = None,
     only (``min_freq``, ``max_size`` as in :meth:`Vocab.from_counts`); characters of the held-out
     parts that it lacks become ``<unk>``. Deterministic: no shuffling, no randomness.
     """
-    text = load_corpus(name_or_path)
-    if max_chars is not None:
-        text = text[: int(max_chars)]
+    limit = _max_chars(max_chars, "char_corpus")
+    text = load_corpus(name_or_path)[:limit]
     tokens = CharTokenizer(lowercase=lowercase).tokenize(text)
     return _make_corpus(tokens, fractions, min_freq, max_size)
 
@@ -141,9 +149,8 @@ def word_corpus(name_or_path: str | os.PathLike | None = None,
     or ``max_size`` to map rare words to ``<unk>`` (the training part then has ``<unk>`` too,
     so a model learns to predict it).
     """
-    text = load_corpus(name_or_path)
-    if max_chars is not None:
-        text = text[: int(max_chars)]
+    limit = _max_chars(max_chars, "word_corpus")
+    text = load_corpus(name_or_path)[:limit]
     tokens = WordTokenizer(lowercase=lowercase).tokenize(text)
     return _make_corpus(tokens, fractions, min_freq, max_size)
 

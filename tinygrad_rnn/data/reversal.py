@@ -171,10 +171,16 @@ class ReversalTask:
         return np.array([self.vocab.token_to_id(t) for t in tokens], dtype=np.int64)
 
     def decode(self, ids: Sequence[int], strip: bool = True) -> list[str]:
-        """Ids -> tokens; with ``strip``, stop at EOS and drop PAD/BOS."""
+        """Ids (a 1-D sequence of integers) -> tokens; with ``strip``, stop at EOS and drop
+        PAD/BOS."""
+        arr = np.asarray(ids)
+        if arr.ndim != 1:
+            raise ValueError(f"ReversalTask.decode: expected a 1-D sequence of ids, got shape "
+                             f"{arr.shape}")
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"ReversalTask.decode: ids must be integers, got dtype {arr.dtype}")
         out = []
-        for i in ids:
-            i = int(i)
+        for i in arr.tolist():
             if strip and i == EOS_ID:
                 break
             if strip and i in (PAD_ID, BOS_ID):

@@ -16,6 +16,16 @@ from ..random import get_generator
 __all__ = ["adding_problem", "copy_problem", "recall_first", "AddingBaseline",
            "CopyTask"]
 
+def _count(value: Any, name: str, where: str, least: int) -> int:
+    """A size argument as a Python int: an integer (TypeError for a bool or a float, which
+    is refused, not truncated) that is at least ``least`` (ValueError)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: {name} must be an integer, got {value!r}")
+    if value < least:
+        raise ValueError(f"{where}: {name} must be at least {least}, got {value}")
+    return int(value)
+
+
 #: MSE of always predicting 1 on the adding problem: Var(u1 + u2) = 2/12 for u ~ U(0, 1).
 AddingBaseline = 1.0 / 6.0
 
@@ -30,10 +40,10 @@ def adding_problem(n: int, T: int, generator: Any = None,
     the sum of the two marked values. Predicting the mean, 1, gives MSE 1/6 ~ 0.167, so a
     model is only learning once its MSE falls well below that.
 
-    Returns x of shape (n, T, 2) and y of shape (n, 1).
+    Returns x of shape (n, T, 2) and y of shape (n, 1); n >= 0 and T >= 2.
     """
-    if T < 2:
-        raise ValueError(f"adding_problem: T must be at least 2, got {T}")
+    n = _count(n, "n", "adding_problem", 0)
+    T = _count(T, "T", "adding_problem", 2)
     rng = get_generator(generator)
     values = rng.random((n, T))
     half = T // 2
@@ -77,8 +87,14 @@ def copy_problem(n: int, delay: int, length: int = 10, num_symbols: int = 8,
     ``length`` steps, which must reproduce the symbols. A model that outputs blanks and then
     guesses uniformly has cross entropy length * log(num_symbols) / T per step.
 
-    Returns token ids x, y of shape (n, T) and the :class:`CopyTask` layout.
+    Returns token ids x, y of shape (n, T) and the :class:`CopyTask` layout; n >= 0,
+    delay >= 0, length >= 1 and num_symbols >= 1.
     """
+    where = "copy_problem"
+    n = _count(n, "n", where, 0)
+    delay = _count(delay, "delay", where, 0)
+    length = _count(length, "length", where, 1)
+    num_symbols = _count(num_symbols, "num_symbols", where, 1)
     task = CopyTask(num_symbols)
     rng = get_generator(generator)
     T = 2 * length + delay
@@ -100,10 +116,12 @@ def recall_first(n: int, distractors: int, vocab_size: int = 10,
     tokens from [vocab_size // 2, vocab_size). The target, read at the last step, is the key.
     Chance accuracy is 1 / (vocab_size // 2).
 
-    Returns x of shape (n, distractors + 1) and y of shape (n,).
+    Returns x of shape (n, distractors + 1) and y of shape (n,); n >= 0, distractors >= 0
+    and vocab_size >= 4.
     """
-    if vocab_size < 4:
-        raise ValueError(f"recall_first: vocab_size must be at least 4, got {vocab_size}")
+    n = _count(n, "n", "recall_first", 0)
+    distractors = _count(distractors, "distractors", "recall_first", 0)
+    vocab_size = _count(vocab_size, "vocab_size", "recall_first", 4)
     rng = get_generator(generator)
     keys = rng.integers(0, vocab_size // 2, size=n)
     noise = rng.integers(vocab_size // 2, vocab_size, size=(n, distractors))

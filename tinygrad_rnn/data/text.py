@@ -234,7 +234,10 @@ class Vocab:
         return self._stoi.get(token, UNK_ID)
 
     def id_to_token(self, index: int) -> str:
-        """The token with id ``index`` (IndexError when out of range)."""
+        """The token with id ``index``, an integer (TypeError for a float or a bool, which is
+        refused, not truncated; IndexError when out of range)."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"Vocab.id_to_token: id must be an integer, got {index!r}")
         i = int(index)
         if not 0 <= i < len(self._itos):
             raise IndexError(f"Vocab: id {i} out of range for a vocabulary of size {len(self)}")
@@ -438,8 +441,13 @@ def pad_batch(sequences: Sequence[Any],
         The true lengths.
     mask : (N, T) bool
         True at real tokens, False at padding (``mask[i, t] == t < lengths[i]``).
+
+    ``pad_id`` is an integer (a negative one such as -100 is allowed, e.g. to pad targets
+    with an ``ignore_index``); a float or a bool is refused, not truncated.
     """
     where = "pad_batch"
+    if isinstance(pad_id, (bool, np.bool_)) or not isinstance(pad_id, (int, np.integer)):
+        raise ValueError(f"{where}: pad_id must be an integer id, got {pad_id!r}")
     if len(sequences) == 0:
         raise ValueError(f"{where}: need at least one sequence")
     arrays = []
@@ -462,7 +470,11 @@ def pad_batch(sequences: Sequence[Any],
 # ----------------------------------------------------------------------------------- splits
 def split_sizes(n: int, fractions: Sequence[float]) -> list[int]:
     """Sizes of consecutive parts of ``n`` items: part i ends at ``round(n * (f_0 + ... +
-    f_i))``, so the sizes add up to n exactly. ``fractions`` are >= 0 and sum to 1."""
+    f_i))``, so the sizes add up to n exactly. ``n`` is an integer >= 0; ``fractions`` are
+    >= 0 and sum to 1."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"split: n must be an integer >= 0, got {n!r}")
+    n = int(n)
     fr = [float(f) for f in fractions]
     if len(fr) == 0 or any(not np.isfinite(f) or f < 0 for f in fr):
         raise ValueError(f"split: fractions must be non-negative numbers, got {fractions!r}")

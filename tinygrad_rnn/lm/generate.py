@@ -37,18 +37,24 @@ __all__ = ["generate", "sample_logits", "STRATEGIES"]
 STRATEGIES = ("greedy", "sample")
 
 
-def _check_temperature(temperature: Any, where: str) -> float:
+def check_temperature(temperature: Any, where: str,
+                      greedy: str = "strategy='greedy'") -> float:
+    """tau of (G2) as a float: a finite number > 0 (TypeError for a non-number, ValueError
+    otherwise). ``greedy`` names the caller's greedy alternative, the tau -> 0 limit.
+    Shared by :func:`generate`, :func:`sample_logits` and
+    :func:`tinygrad_rnn.decoding.sample_decode`."""
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.number)):
         raise TypeError(f"{where}: temperature must be a number, got "
                         f"{type(temperature).__name__}")
     tau = float(temperature)
     if not (tau > 0 and math.isfinite(tau)):
         raise ValueError(f"{where}: temperature must be a finite number > 0, got {temperature!r}"
-                         f" (use strategy='greedy' for the tau -> 0 limit)")
+                         f" (use {greedy} for the tau -> 0 limit)")
     return tau
 
 
-def _check_top_k(top_k: Any, V: int, where: str) -> int:
+def check_top_k(top_k: Any, V: int, where: str) -> int:
+    """k of (G2): None means all V ids; otherwise an integer in [1, V] (not a bool)."""
     if top_k is None:
         return V
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) \
@@ -58,11 +64,42 @@ def _check_top_k(top_k: Any, V: int, where: str) -> int:
     return int(top_k)
 
 
+def top_k_mask(z: Any, k: int, xp: Any = np) -> Any:
+    """(N, V) bool, True at exactly the ``k`` largest entries of each row of ``z`` (N, V),
+    ties broken towards the lower id; ``xp`` is the array module of ``z`` (NumPy or CuPy).
+
+    With the k-th largest value ``kth`` of a row, every entry above ``kth`` is kept, and of
+    the entries equal to ``kth`` the first ``k - (number above)`` in id order."""
+    kth = xp.sort(z, axis=-1)[:, -k][:, None]                        # (N, 1)
+    above = z > kth
+    tied = z == kth
+    room = k - above.sum(axis=-1, keepdims=True)                      # tied entries that fit
+    return above | (tied & (xp.cumsum(tied, axis=-1) <= room))
+
+
 def _log_softmax(z: np.ndarray) -> np.ndarray:
     """log softmax along the last axis, float64, log-sum-exp form."""
     peak = np.max(z, axis=-1, keepdims=True)
     shifted = z - peak
     return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+
+
+def sample_rows(z: Any, tau: float, k: int, u: Any, xp: Any = np) -> Any:
+    """One draw of (G2) per row of float64 logits ``z`` (N, V), on their device.
+
+    ``u`` (N,) are uniform numbers in [0, 1) on the same device as ``z``: the draw is the
+    first id whose cumulative probability exceeds ``u`` times the row's total (inverse CDF),
+    so an id outside the top k (probability 0) is never drawn. Returns the ids (N,).
+    Shared by :func:`sample_logits` and :func:`tinygrad_rnn.decoding.sample_decode`.
+    """
+    scaled = z / tau
+    if k < z.shape[-1]:
+        scaled = xp.where(top_k_mask(z, k, xp), scaled, -np.inf)
+    scaled = scaled - scaled.max(axis=-1, keepdims=True)              # max-shifted softmax
+    q = xp.exp(scaled)                                                # (N, V), unnormalised
+    cdf = xp.cumsum(q, axis=-1)
+    threshold = u * cdf[:, -1]                                        # (N,) in [0, total)
+    return xp.argmax(cdf > threshold[:, None], axis=-1)
 
 
 def sample_logits(logits: Any, strategy: str = "sample", temperature: float = 1.0,
@@ -88,7 +125,7 @@ def sample_logits(logits: Any, strategy: str = "sample", temperature: float = 1.
     where = "sample_logits"
     if strategy not in STRATEGIES:
         raise ValueError(f"{where}: strategy must be one of {STRATEGIES}, got {strategy!r}")
-    tau = _check_temperature(temperature, where)
+    tau = check_temperature(temperature, where)
     z = np.asarray(logits.numpy() if hasattr(logits, "numpy") else logits, dtype=np.float64)
     if z.ndim not in (1, 2) or z.shape[-1] == 0:
         raise ValueError(f"{where}: expected logits of shape (V,) or (N, V) with V >= 1, got "
@@ -97,24 +134,14 @@ def sample_logits(logits: Any, strategy: str = "sample", temperature: float = 1.
         raise ValueError(f"{where}: logits contain NaN or +inf")
     if (z == -np.inf).all(axis=-1).any():
         raise ValueError(f"{where}: a row of logits is all -inf (no token has probability)")
-    k = _check_top_k(top_k, z.shape[-1], where)
+    k = check_top_k(top_k, z.shape[-1], where)
     single = z.ndim == 1
     rows = z[None] if single else z                                   # (N, V)
     if strategy == "greedy":
         chosen = rows.argmax(axis=-1)
     else:
         rng = get_generator(generator)
-        scaled = rows / tau
-        if k < rows.shape[-1]:
-            order = np.argsort(-scaled, axis=-1, kind="stable")       # best first, low id first
-            keep = np.zeros(scaled.shape, dtype=bool)
-            np.put_along_axis(keep, order[:, :k], True, axis=-1)
-            scaled = np.where(keep, scaled, -np.inf)
-        q = np.exp(_log_softmax(scaled))                              # (N, V), rows sum to 1
-        cdf = np.cumsum(q, axis=-1)
-        u = rng.random(rows.shape[0]) * cdf[:, -1]                    # (N,) in [0, total)
-        # the first id whose cumulative mass exceeds u; a token with q = 0 never is
-        chosen = np.argmax(cdf > u[:, None], axis=-1)
+        chosen = sample_rows(rows, tau, k, rng.random(rows.shape[0]))
     chosen = chosen.astype(np.int64)
     return int(chosen[0]) if single else chosen
 
@@ -171,8 +198,8 @@ def generate(model: Any, prompt_ids: Any, max_new_tokens: int, strategy: str = "
     V = int(model.vocab_size)
     if strategy not in STRATEGIES:
         raise ValueError(f"{where}: strategy must be one of {STRATEGIES}, got {strategy!r}")
-    tau = _check_temperature(temperature, where)
-    k = _check_top_k(top_k, V, where)
+    tau = check_temperature(temperature, where)
+    k = check_top_k(top_k, V, where)
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) \
             or max_new_tokens < 0:
         raise ValueError(f"{where}: max_new_tokens must be an integer >= 0, got "
@@ -188,8 +215,9 @@ def generate(model: Any, prompt_ids: Any, max_new_tokens: int, strategy: str = "
     if bad.size:
         raise IndexError(f"{where}: prompt id {int(prompt[bad[0]])} at position {int(bad[0])} "
                          f"is out of range for vocabulary size {V}")
-    if eos_id is not None and not (isinstance(eos_id, (int, np.integer))
-                                   and 0 <= eos_id < V):
+    if eos_id is not None and (isinstance(eos_id, bool)
+                               or not isinstance(eos_id, (int, np.integer))
+                               or not 0 <= eos_id < V):
         raise ValueError(f"{where}: eos_id must be None or an id in [0, {V}), got {eos_id!r}")
     rng = get_generator(generator)
     ids: list[int] = []

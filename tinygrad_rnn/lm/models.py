@@ -92,6 +92,18 @@ def _positive_int(value: Any, name: str, owner: str) -> int:
     return int(value)
 
 
+def _special_id(value: Any, name: str, owner: str, V: int | None = None) -> int:
+    """A special id such as ``bos_id``: an integer (not a bool or a float, which is refused,
+    not truncated), >= 0 and, when V is given, < V."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{owner}: {name} must be an integer id, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{owner}: {name} must be >= 0, got {value}")
+    if V is not None and value >= V:
+        raise ValueError(f"{owner}: {name} {value} is outside the vocabulary [0, {V})")
+    return int(value)
+
+
 def _id_array(ids: Any, owner: str, ndim: tuple[int, ...]) -> np.ndarray:
     """``ids`` as an int64 NumPy array of one of the dimensions ``ndim``."""
     arr = np.asarray(ids.numpy() if isinstance(ids, Tensor) else ids)
@@ -161,14 +173,22 @@ def make_contexts(ids: Any, context_size: int,
         contexts = [[<s>, <s>], [<s>, a], [a, b]]
         targets  = [a, b, c]
 
+    ``ids`` are non-negative integers and ``bos_id`` a non-negative integer (ValueError
+    otherwise: a negative target would be read from the end of the logits).
+
     Returns
     -------
     contexts : (T, context_size) int64
     targets : (T,) int64, a copy of ``ids``
     """
-    n1 = _positive_int(context_size, "context_size", "make_contexts")
-    arr = _id_array(ids, "make_contexts", (1,))
-    padded = np.concatenate([np.full(n1, bos_id, dtype=np.int64), arr])     # (T + n - 1,)
+    owner = "make_contexts"
+    n1 = _positive_int(context_size, "context_size", owner)
+    bos = _special_id(bos_id, "bos_id", owner)
+    arr = _id_array(ids, owner, (1,))
+    if arr.size and arr.min() < 0:
+        pos = int(np.argmax(arr < 0))
+        raise ValueError(f"{owner}: ids must be >= 0, got {int(arr[pos])} at position {pos}")
+    padded = np.concatenate([np.full(n1, bos, dtype=np.int64), arr])        # (T + n - 1,)
     windows = np.lib.stride_tricks.sliding_window_view(padded, n1)          # (T + 1, n - 1)
     return np.ascontiguousarray(windows[: arr.size]), arr.copy()
 
@@ -443,8 +463,7 @@ class FeedForwardLM(Module):
         h = _positive_int(hidden_size, "hidden_size", owner)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"{owner}: dropout must be in [0, 1), got {dropout}")
-        if not 0 <= bos_id < V:
-            raise ValueError(f"{owner}: bos_id {bos_id} is outside the vocabulary [0, {V})")
+        bos_id = _special_id(bos_id, "bos_id", owner, V)
         if not init_range > 0:
             raise ValueError(f"{owner}: init_range must be positive, got {init_range}")
         rng = get_generator(generator)

@@ -118,6 +118,64 @@ def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.n
     return idx_c, found
 
 
+def _vocab_size(vocab_size: Any, where: str) -> int:
+    """V from an integer >= 1 or a :class:`~tinygrad_rnn.data.Vocab` (its length)."""
+    if isinstance(vocab_size, (bool, np.bool_)):
+        V: Any = vocab_size
+    elif isinstance(vocab_size, (int, np.integer)):
+        V = int(vocab_size)
+    elif hasattr(vocab_size, "__len__") and not isinstance(vocab_size, (str, bytes)):
+        V = len(vocab_size)
+    else:
+        V = vocab_size
+    if isinstance(V, (bool, np.bool_)) or not isinstance(V, int) or V < 1:
+        raise ValueError(f"{where}: vocab_size must be an integer >= 1 or a Vocab, got "
+                         f"{vocab_size!r}")
+    return V
+
+
+def _id_in_vocab(value: Any, name: str, V: int, where: str) -> int:
+    """A single id: an integer (not a bool or a float, which is refused, not truncated) in
+    [0, V)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{where}: {name} must be an integer id, got {value!r}")
+    if not 0 <= value < V:
+        raise ValueError(f"{where}: {name}={value} is outside the vocabulary [0, {V})")
+    return int(value)
+
+
+def _check_ids(ids: Any, V: int | None, where: str) -> np.ndarray:
+    """A 1-D int64 array of ids, each in [0, V) when V is given."""
+    arr = np.asarray(ids)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{where}: expected a 1-D sequence of ids, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{where}: ids must be integers, got dtype {arr.dtype}")
+    if V is not None and (arr.min() < 0 or arr.max() >= V):
+        bad = int(arr[(arr < 0) | (arr >= V)][0])
+        raise ValueError(f"{where}: id {bad} is outside the vocabulary [0, {V})")
+    return arr.astype(np.int64, copy=False)
+
+
+def _as_sequences(data: Any, V: int, where: str) -> list[np.ndarray]:
+    """The training data as a list of checked 1-D id arrays: a 1-D array or a flat list of
+    scalars is one stream; a 2-D array or a list of sequences is one sequence per item."""
+    if isinstance(data, np.ndarray):
+        if data.ndim not in (1, 2):
+            raise ValueError(f"{where}: expected 1-D or 2-D ids, got shape {data.shape}")
+        items = [data] if data.ndim == 1 else list(data)
+    else:
+        if isinstance(data, (str, bytes)) or not hasattr(data, "__iter__"):
+            raise TypeError(f"{where}: data must be a sequence of ids or a list of "
+                            f"sequences, got {type(data).__name__}")
+        items = list(data)
+        if items and all(np.ndim(x) == 0 for x in items):   # one flat stream of scalars
+            items = [np.asarray(items)]
+    return [_check_ids(x, V, where) for x in items]
+
+
 class NGramLM:
     """A count-based n-gram language model over token ids (see the module docstring for the
     numbered equations).
@@ -188,50 +246,39 @@ class NGramLM:
         Returns
         -------
         self
+
+        Everything is checked before the model changes: a fit that raises leaves the model
+        exactly as it was (unfitted, or fitted on the previous data).
         """
-        V = vocab_size if isinstance(vocab_size, (int, np.integer)) else len(vocab_size)
-        V = int(V)
+        where = "NGramLM.fit"
+        V = _vocab_size(vocab_size, where)
         n = self.order
-        if V < 1:
-            raise ValueError(f"NGramLM.fit: vocab_size must be >= 1, got {V}")
         if float(V) ** n >= 2.0 ** 62:
-            raise ValueError(f"NGramLM.fit: vocab_size {V} is too large for order {n} "
+            raise ValueError(f"{where}: vocab_size {V} is too large for order {n} "
                              f"(n-gram keys need V**n < 2**62)")
-        for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-            if not 0 <= int(value) < V:
-                raise ValueError(f"NGramLM.fit: {name}={value} is outside [0, {V})")
-        self.vocab_size, self.bos_id, self.eos_id = V, int(bos_id), int(eos_id)
-        sequences = self._as_sequences(data, "NGramLM.fit")
+        bos = _id_in_vocab(bos_id, "bos_id", V, where)
+        eos = _id_in_vocab(eos_id, "eos_id", V, where)
+        sequences = _as_sequences(data, V, where)
         if not sequences:
-            raise ValueError("NGramLM.fit: no training sequences")
+            raise ValueError(f"{where}: no training sequences")
+        # everything is checked and counted into locals first: a failed fit leaves the model
+        # exactly as it was
         windows = []
         for seq in sequences:
-            padded = np.concatenate([np.full(n - 1, self.bos_id, dtype=np.int64), seq,
-                                     np.array([self.eos_id], dtype=np.int64)])
+            padded = np.concatenate([np.full(n - 1, bos, dtype=np.int64), seq,
+                                     np.array([eos], dtype=np.int64)])
             windows.append(np.lib.stride_tricks.sliding_window_view(padded, n))
         grams = np.concatenate(windows, axis=0)  # (M, n): every predicted event
         keys, counts = np.unique(_keys(grams, V), return_counts=True)
-        self._levels = {n: _level_from(keys, counts.astype(np.float64), V)}
+        levels = {n: _level_from(keys, counts.astype(np.float64), V)}
         if self.smoothing == "kneser_ney":
             for m in range(n - 1, 0, -1):
                 # eq. (4): N1+(. h w) = number of distinct (m+1)-gram types ending in "h w"
-                suffixes = self._levels[m + 1].gram_keys % (V ** m)
+                suffixes = levels[m + 1].gram_keys % (V ** m)
                 keys_m, cont = np.unique(suffixes, return_counts=True)
-                self._levels[m] = _level_from(keys_m, cont.astype(np.float64), V)
+                levels[m] = _level_from(keys_m, cont.astype(np.float64), V)
+        self.vocab_size, self.bos_id, self.eos_id, self._levels = V, bos, eos, levels
         return self
-
-    def _as_sequences(self, data: Any, where: str) -> list[np.ndarray]:
-        if isinstance(data, np.ndarray) and data.ndim == 1:
-            items = [data]
-        elif isinstance(data, np.ndarray) and data.ndim == 2:
-            items = list(data)
-        elif isinstance(data, np.ndarray):
-            raise ValueError(f"{where}: expected 1-D or 2-D ids, got shape {data.shape}")
-        else:
-            items = list(data)
-            if items and all(isinstance(x, (int, np.integer)) for x in items):
-                items = [np.asarray(items)]
-        return [self._check_ids(x, where) for x in items]
 
     def _check_fitted(self, where: str) -> int:
         if self.vocab_size is None:
@@ -239,18 +286,7 @@ class NGramLM:
         return self.vocab_size
 
     def _check_ids(self, ids: Any, where: str) -> np.ndarray:
-        arr = np.asarray(ids)
-        if arr.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        if arr.ndim != 1:
-            raise ValueError(f"{where}: expected a 1-D sequence of ids, got shape {arr.shape}")
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"{where}: ids must be integers, got dtype {arr.dtype}")
-        V = self.vocab_size
-        if V is not None and (arr.min() < 0 or arr.max() >= V):
-            bad = int(arr[(arr < 0) | (arr >= V)][0])
-            raise ValueError(f"{where}: id {bad} is outside the vocabulary [0, {V})")
-        return arr.astype(np.int64, copy=False)
+        return _check_ids(ids, self.vocab_size, where)
 
     def _context(self, context: Any, where: str) -> np.ndarray:
         """The last n - 1 ids of ``context``, left-padded with ``<s>``: shape (n - 1,)."""
@@ -323,9 +359,8 @@ class NGramLM:
         """P(next_id | context_ids) (context handled as in :meth:`distribution`)."""
         V = self._check_fitted("NGramLM.prob")
         ctx = self._context(context_ids, "NGramLM.prob")
-        if not 0 <= int(next_id) < V:
-            raise ValueError(f"NGramLM.prob: id {next_id} is outside the vocabulary [0, {V})")
-        return float(self._probs(ctx[None, :], np.array([int(next_id)], dtype=np.int64))[0])
+        w = _id_in_vocab(next_id, "next_id", V, "NGramLM.prob")
+        return float(self._probs(ctx[None, :], np.array([w], dtype=np.int64))[0])
 
     def _history_contexts(self, ids: np.ndarray, start: int) -> np.ndarray:
         """(len(ids) - start, n - 1) contexts: row i is the history of ids[start + i]."""

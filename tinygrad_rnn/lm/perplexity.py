@@ -99,11 +99,18 @@ class LMEvaluation(NamedTuple):
 
 def with_boundaries(sentences: Sequence[Any], bos_id: int = BOS_ID,
                     eos_id: int = EOS_ID) -> list[np.ndarray]:
-    """Wrap every sentence as ``<s> sentence </s>`` (int64), so that scoring it under eq. (1)
-    scores every word and the end of the sentence."""
+    """Wrap every sentence (a 1-D sequence of non-negative integer ids, possibly empty) as
+    ``<s> sentence </s>`` (int64), so that scoring it under eq. (1) scores every word and the
+    end of the sentence."""
+    where = "with_boundaries"
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                or value < 0:
+            raise ValueError(f"{where}: {name} must be a non-negative integer id, got "
+                             f"{value!r}")
     out = []
-    for s in sentences:
-        body = np.asarray(s, dtype=np.int64).reshape(-1)
+    for i, s in enumerate(sentences):
+        body = _id_sequence(s, f"{where}: sentence {i}")
         out.append(np.concatenate([[bos_id], body, [eos_id]]).astype(np.int64))
     return out
 
@@ -116,7 +123,24 @@ def _to_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
+def _id_sequence(seq: Any, what: str) -> np.ndarray:
+    """``seq`` as a 1-D int64 array of non-negative ids (an empty sequence is allowed); the
+    errors start with ``what``. A float id is refused, not truncated."""
+    ids = np.asarray(seq)
+    if ids.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D sequence of ids, got shape {ids.shape}")
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"{what}: ids must be integers, got dtype {ids.dtype}")
+    if ids.min() < 0:
+        raise ValueError(f"{what}: negative id {int(ids.min())}")
+    return ids.astype(np.int64, copy=False)
+
+
 def _as_sequences(data: Any) -> list[np.ndarray]:
+    """One stream (a 1-D array or a flat list of scalars) or several sequences (a 2-D array,
+    a list of sequences)."""
     if isinstance(data, np.ndarray):
         if data.ndim == 1:
             return [data]
@@ -124,7 +148,7 @@ def _as_sequences(data: Any) -> list[np.ndarray]:
             return list(data)
         raise ValueError(f"evaluate_lm: expected 1-D or 2-D ids, got shape {data.shape}")
     items = list(data)
-    if items and all(isinstance(x, (int, np.integer)) for x in items):
+    if items and all(np.ndim(x) == 0 for x in items):
         return [np.asarray(items)]
     return [np.asarray(x) for x in items]
 
@@ -193,17 +217,10 @@ def evaluate_lm(model_fn: ModelFn, data: Any, check_normalized: bool = True,
     """
     nll = 0.0
     count = 0
-    for seq in _as_sequences(data):
-        ids = np.asarray(seq)
-        if ids.ndim != 1:
-            raise ValueError(f"evaluate_lm: each sequence must be 1-D, got shape {ids.shape}")
-        if ids.size and not np.issubdtype(ids.dtype, np.integer):
-            raise TypeError(f"evaluate_lm: ids must be integers, got dtype {ids.dtype}")
+    for i, seq in enumerate(_as_sequences(data)):
+        ids = _id_sequence(seq, f"evaluate_lm: sequence {i}")
         if ids.size < 2:
             continue
-        ids = ids.astype(np.int64, copy=False)
-        if ids.min() < 0:
-            raise ValueError(f"evaluate_lm: negative id {int(ids.min())}")
         nll += _sequence_nll(model_fn, ids, check_normalized, atol)
         count += ids.size - 1
     if count == 0:

@@ -60,7 +60,7 @@ from ..random import get_generator
 from ..tensor import Tensor, cat, host_lengths, stack, zeros
 from .attention import Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
-from .layers import Embedding, Linear, _float_dtype
+from .layers import Embedding, Linear, _float_dtype, _integer, _size
 from .module import Module
 from .recurrent import GRU, LSTM, RNN
 
@@ -178,9 +178,9 @@ class Seq2Seq(Module):
     attn_hidden : int, optional
         Hidden size of the additive score (default H).
     pad_id, bos_id, eos_id : int
-        Special target ids (defaults: those of :class:`tinygrad_rnn.data.Vocab`, 0, 2, 3).
-        ``pad_id`` is the padding id of both embeddings and the ``ignore_index`` of
-        :meth:`loss`.
+        Special target ids (defaults: those of :class:`tinygrad_rnn.data.Vocab`, 0, 2, 3),
+        each in [0, tgt_vocab). ``pad_id`` is the padding id of both embeddings (so it is
+        also below ``src_vocab``) and the ``ignore_index`` of :meth:`loss`.
     engine : {'fused', 'autograd'}
         The encoder layer's engine.
     dtype, generator
@@ -217,10 +217,22 @@ class Seq2Seq(Module):
         if score is not None and decoder not in _ATTENTION:
             raise ValueError(f"Seq2Seq: score is only used by the attention decoders "
                              f"{_ATTENTION}, not {decoder!r}")
-        for name, v in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab), ("emb", emb),
-                        ("hidden", hidden)):
-            if int(v) <= 0:
-                raise ValueError(f"Seq2Seq: {name} must be positive, got {v}")
+        src_vocab = _size(src_vocab, "src_vocab", "Seq2Seq")
+        tgt_vocab = _size(tgt_vocab, "tgt_vocab", "Seq2Seq")
+        emb = _size(emb, "emb", "Seq2Seq")
+        hidden = _size(hidden, "hidden", "Seq2Seq")
+        if attn_hidden is not None:
+            attn_hidden = _size(attn_hidden, "attn_hidden", "Seq2Seq")
+        # an eos_id outside the target vocabulary is never emitted (decoding would always run
+        # to max_len), a bos_id outside it fails at the first decoder step: refuse both here
+        for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+            if not 0 <= _integer(value, name, "Seq2Seq") < tgt_vocab:
+                raise ValueError(f"Seq2Seq: {name}={value} is outside the target vocabulary "
+                                 f"[0, tgt_vocab) = [0, {tgt_vocab})")
+        if not 0 <= _integer(pad_id, "pad_id", "Seq2Seq") < min(src_vocab, tgt_vocab):
+            raise ValueError(f"Seq2Seq: pad_id={pad_id} must be an id of both vocabularies, "
+                             f"[0, min(src_vocab, tgt_vocab)) = [0, "
+                             f"{min(src_vocab, tgt_vocab)})")
         dt = _float_dtype(dtype, "Seq2Seq")
         rng = get_generator(generator)
         self.cell, self.decoder, self.bidirectional = cell, decoder, bool(bidirectional)
@@ -413,6 +425,9 @@ class Seq2Seq(Module):
         if tgt.ndim != 2 or tgt.dtype.kind not in "iu":
             raise ValueError(f"Seq2Seq: tgt_in must be an integer array (N, T), got shape "
                              f"{tgt.shape} and dtype {tgt.dtype}")
+        if tgt.shape[1] == 0:
+            raise ValueError(f"Seq2Seq: tgt_in must have at least one step (BOS first), got "
+                             f"shape {tgt.shape}")
         if not 0.0 <= teacher_forcing_ratio <= 1.0:
             raise ValueError(f"Seq2Seq: teacher_forcing_ratio must be in [0, 1], got "
                              f"{teacher_forcing_ratio}")
