@@ -919,7 +919,7 @@ REGISTRY: tuple[OpInfo, ...] = (
     OpInfo("max", lambda x, axis, keepdims: x.max(axis, keepdims), _ref_reduce("max"),
            _reduce_cases(max_like=True), (ops.Max,)),
     OpInfo("min", lambda x, axis, keepdims: x.min(axis, keepdims), _ref_reduce("min"),
-           _reduce_cases(max_like=True), (ops.Max, ops.Neg)),
+           _reduce_cases(max_like=True), (ops.Min,)),
     # shapes
     OpInfo("reshape", _reshape, lambda x, shape, as_args: np.reshape(x, shape),
            _reshape_cases(), (ops.Reshape,)),

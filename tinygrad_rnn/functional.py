@@ -70,6 +70,8 @@ def softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     mask : bool array-like, optional
         Broadcastable to x; True marks entries that take part. Masked entries get
         probability exactly 0 and gradient 0; a fully masked row is all zeros, never NaN.
+        A mask of any other dtype is a TypeError (an additive 0 / -inf mask is not read
+        as boolean; pass ``additive == 0``).
     """
     return ops.Softmax.apply(x, axis=_axis(axis, dim), mask=_constant(mask, x, "softmax", "mask"))
 
@@ -79,7 +81,8 @@ def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     """log(softmax(x)) along ``axis`` in the log-sum-exp form.
 
     Math: y = x - logsumexp(x); Jacobian J = I - 1 p^T with p = softmax(x); VJP
-    g - p * sum(g). Masked entries (mask False) are -inf with gradient 0.
+    g - p * sum(g). Masked entries (mask False; the mask must be boolean, as for
+    :func:`softmax`) are -inf with gradient 0.
     """
     return ops.LogSoftmax.apply(x, axis=_axis(axis, dim),
                                 mask=_constant(mask, x, "log_softmax", "mask"))
@@ -116,7 +119,9 @@ def minimum(a: Any, b: Any) -> Tensor:
 
 
 def clip(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
-    """Clamp to [min, max]; the gradient passes where min <= x <= max."""
+    """Clamp to [min, max] (numbers; either may be None); the gradient passes where
+    min <= x <= max. An integer tensor with a float bound gives float32, as in torch (the
+    bounds are never truncated to integers)."""
     return ops.Clip.apply(x, lo=min, hi=max)
 
 
@@ -145,9 +150,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """Row lookup ``weight[input]`` for integer ids of any shape; output shape
     input.shape + (E,). Ids outside [0, V) raise IndexError naming the id, its position and
-    V. The gradient scatter-adds into the rows used; ``padding_idx`` rows get none."""
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += weight.shape[0]
+    V. The gradient scatter-adds into the rows used; the ``padding_idx`` row gets none.
+    ``padding_idx`` must be an integer in [-V, V) (negative counts from the end, as in
+    torch), else a ValueError naming it and V."""
     ids = _constant(input, weight, "embedding", "input (the ids)")
     return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
 

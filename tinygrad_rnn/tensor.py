@@ -21,10 +21,11 @@ from .backend import (
 from . import backend as _backend
 from .ops import (
     Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
-    Max, Maximum, Mean, Minimum, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Softmax, Split, Sqrt,
+    Max, Maximum, Mean, Min, Minimum, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Softmax, Split, Sqrt,
     Stack, Sub, Sum, Tanh, Transpose, Where,
 )
 from .ops.base import Context, Function
+from .ops.elementwise import clip_bounds
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
@@ -386,25 +387,66 @@ class Tensor:
         self._data[_index(index, xp)] = value
         self._bump()
 
-    def add_(self, other: Any, alpha: float = 1.0) -> "Tensor":
+    def _inplace_operand(self, op: str, other: Any, instead: str) -> Any:
+        """The raw operand of the in-place op ``op``, checked to fit this tensor's dtype.
+
+        An in-place write cannot change the dtype, so an operand of a higher category
+        (bool < integer < float) than this tensor is a TypeError, as in torch: ``ids.mul_(0.5)``
+        would otherwise truncate, and NumPy's own error names no op. ``instead`` names the
+        out-of-place way, for the message."""
+        raw = _raw_like(other, self)
+        if self._data.dtype.kind == "f":  # the common case: anything real fits a float
+            return raw
+        if isinstance(raw, (bool, int, float, np.generic)) or type(raw) is np.ndarray:
+            other_dtype = np.result_type(raw)
+        elif hasattr(raw, "dtype"):  # a device array
+            other_dtype = raw.dtype
+        else:
+            raw = np.asarray(raw)
+            other_dtype = raw.dtype
+        if _kind_rank(other_dtype) > _kind_rank(self.dtype):
+            raise TypeError(
+                f"{op}: an operand of dtype {other_dtype} gives a result that cannot be "
+                f"written in place into this tensor of dtype {self.dtype} (shape "
+                f"{self.shape}); use {instead}, which returns a new tensor, or convert "
+                f"first (e.g. x = x.float())"
+            )
+        return raw
+
+    def add_(self, other: Any, alpha: float = 1) -> "Tensor":
+        """self += alpha * other, in place. On an integer or boolean tensor ``alpha`` must
+        not be a float (it would be truncated; torch refuses it too)."""
         self._check_inplace("add_")
-        o = _raw_like(other, self)
-        self._data += o if alpha == 1.0 else o * self.dtype.type(alpha)
+        if not is_float_dtype(self.dtype) and np.result_type(alpha).kind == "f":
+            raise TypeError(
+                f"add_: alpha must not be a floating point number for integer tensors, got "
+                f"alpha={alpha!r} for a tensor of dtype {self.dtype} (shape {self.shape})"
+            )
+        o = self._inplace_operand("add_", other, "x + y")
+        self._data += o if alpha == 1 else o * self.dtype.type(alpha)
         return self._bump()
 
     def sub_(self, other: Any) -> "Tensor":
         self._check_inplace("sub_")
-        self._data -= _raw_like(other, self)
+        self._data -= self._inplace_operand("sub_", other, "x - y")
         return self._bump()
 
     def mul_(self, other: Any) -> "Tensor":
         self._check_inplace("mul_")
-        self._data *= _raw_like(other, self)
+        self._data *= self._inplace_operand("mul_", other, "x * y")
         return self._bump()
 
     def div_(self, other: Any) -> "Tensor":
+        """self /= other, in place: only for float tensors (true division of integers gives
+        floats, which an integer tensor cannot hold)."""
         self._check_inplace("div_")
-        self._data /= _raw_like(other, self)
+        if not is_float_dtype(self.dtype):
+            raise TypeError(
+                f"div_: true division gives floats, which cannot be written in place into "
+                f"this tensor of dtype {self.dtype} (shape {self.shape}); use x / y, which "
+                f"returns a new float tensor, or convert first (e.g. x = x.float())"
+            )
+        self._data /= self._inplace_operand("div_", other, "x / y")
         return self._bump()
 
     def copy_(self, other: Any) -> "Tensor":
@@ -419,17 +461,30 @@ class Tensor:
         return self._bump()
 
     def fill_(self, value: float) -> "Tensor":
+        """Set every entry to ``value``; a float value on an integer or boolean tensor is a
+        TypeError (it would be truncated)."""
         self._check_inplace("fill_")
-        self._data[...] = value
+        self._data[...] = self._inplace_operand("fill_", value,
+                                                  "tr.full(x.shape, value)")
         return self._bump()
 
     def zero_(self) -> "Tensor":
         return self.fill_(0)
 
     def clip_(self, min: float | None = None, max: float | None = None) -> "Tensor":
+        """Clamp to [min, max] in place. The result must keep this tensor's dtype, so float
+        bounds on an integer tensor are a TypeError (``clip`` returns a float32 tensor
+        there; see :func:`tinygrad_rnn.ops.elementwise.clip_bounds`)."""
         self._check_inplace("clip_")
+        dtype, lo, hi = clip_bounds("clip_", self._data, min, max)
+        if dtype != self.dtype:
+            raise TypeError(
+                f"clip_: bounds min={min!r}, max={max!r} give a result of dtype {dtype}, which "
+                f"cannot be written in place into this tensor of dtype {self.dtype} (shape "
+                f"{self.shape}); use clip(), which returns a new tensor, or integer bounds"
+            )
         xp = get_array_module(self._data)
-        xp.clip(self._data, min, max, out=self._data)
+        xp.clip(self._data, lo, hi, out=self._data)
         return self._bump()
 
     # ---------------------------------------------------------------- arithmetic sugar
@@ -521,7 +576,9 @@ class Tensor:
         return Max.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
 
     def min(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
-        return -Max.apply(-self, axis=_axis(axis, dim), keepdims=keepdims)
+        """The minimum over ``axis``, in this tensor's dtype (any dtype, bool included);
+        tied minima share the gradient equally, as for :meth:`max`."""
+        return Min.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
 
     def reshape(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -595,6 +652,8 @@ class Tensor:
                                 mask=_constant(mask, self, "log_softmax", "mask"))
 
     def clip(self, min: float | None = None, max: float | None = None) -> "Tensor":
+        """Clamp to [min, max]; see :func:`tinygrad_rnn.functional.clip` (an integer tensor
+        with a float bound gives float32)."""
         return Clip.apply(self, lo=min, hi=max)
 
     clamp = clip
@@ -1001,6 +1060,31 @@ def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
 
 
 def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Evenly spaced values in [start, stop): ``arange(stop)``, ``arange(start, stop)`` or
+    ``arange(start, stop, step)``.
+
+    The dtype follows torch, not NumPy: when ``dtype`` is not given, any float argument
+    gives ``DEFAULT_FLOAT`` (``arange(0., 1., .25)`` is float32; NumPy would give float64),
+    integer arguments give int64. The values are computed in float64 and rounded once to
+    the dtype, so a float32 result has no error accumulated over the steps."""
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"arange: expected 1 to 3 arguments (start, stop, step), got "
+                        f"{len(args)}")
+    kinds = []
+    for a in args:
+        number = isinstance(a, (int, float, np.generic)) and not isinstance(a, (bool, np.bool_))
+        kinds.append(np.result_type(a).kind if number else "")
+        if kinds[-1] not in ("i", "u", "f"):
+            raise TypeError(f"arange: start, stop and step must be real numbers, got {a!r} "
+                            f"({type(a).__name__})")
+    if len(args) == 3 and args[2] == 0:
+        raise ValueError("arange: step must not be zero")
+    if dtype is None:
+        dtype = DEFAULT_FLOAT if "f" in kinds else np.int64
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return _new(lambda xp: xp.arange(*args, dtype=np.float64).astype(dtype, copy=False),
+                    False, device)
     return _new(lambda xp: xp.arange(*args, dtype=dtype), False, device)
 
 

@@ -6,7 +6,7 @@ from .elementwise import (
 )
 from .linalg import MatMul
 from .losses import BCEWithLogits, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy
-from .reductions import Max, Mean, Sum
+from .reductions import Max, Mean, Min, Sum
 from .selection import Dropout, Embedding, MaskedFill, Where, check_token_ids
 from .shape import BroadcastTo, Concatenate, GetItem, Reshape, Split, Stack, Transpose
 
@@ -15,7 +15,7 @@ __all__ = [
     "check_token_ids",
     "Add", "Sub", "Mul", "Div", "Neg", "Pow", "Exp", "Log", "Sqrt", "Abs", "Maximum",
     "Minimum", "Clip", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MatMul", "Sum",
-    "Mean", "Max", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack", "Split",
-    "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
+    "Mean", "Max", "Min", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack",
+    "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits",
 ]

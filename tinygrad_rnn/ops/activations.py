@@ -81,6 +81,8 @@ def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     Masked entries of the shifted array are set to 0 (not -inf and never the input's value,
     which may be inf or NaN), so nothing downstream overflows; ``valid`` is the boolean mask
     broadcast to x's shape (None when no mask was given). A fully masked row gets m = 0.
+    A mask that is not boolean is a TypeError (never cast: an additive 0 / -inf mask cast to
+    bool would keep exactly the entries it drops).
     """
     xp = get_array_module(x)
     # a 0-d tensor accepts axis 0 / -1 (a one-element row), like torch and tr.sum
@@ -89,7 +91,14 @@ def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     if mask is None:
         m = xp.max(x, axis=axis, keepdims=True) if x.size else x.sum(axis, keepdims=True)
         return x - m, None
-    mask = xp.asarray(mask, dtype=bool)
+    mask = xp.asarray(mask)
+    if mask.dtype != bool:
+        # an additive float mask (0 keep, -inf drop) cast to bool would be read inverted
+        raise TypeError(
+            f"{op}: mask must be boolean (True = takes part), got dtype {mask.dtype} "
+            f"(mask shape {mask.shape}, input shape {x.shape}); for an additive mask of 0 "
+            f"and -inf pass (additive == 0)"
+        )
     try:
         valid = xp.broadcast_to(mask, x.shape)
     except ValueError:

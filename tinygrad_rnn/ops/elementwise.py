@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend import get_array_module
+import numpy as np
+
+from ..backend import DEFAULT_FLOAT, get_array_module
 from .base import Context, Function
 
 
@@ -75,7 +77,12 @@ class Mul(Function):
 
 
 class Div(Function):
-    """z = a / b.  VJP: dL/da = g / b, dL/db = -g * a / b^2 = -g * z / b."""
+    """z = a / b.  VJP: dL/da = g / b, dL/db = -g * a / b^2 = -g * z / b.
+
+    dL/db is computed as -g * (a / b) / b, never with b^2: in float32, b^2 loses precision
+    for |b| below about 1e-19 (and is 0 below 4e-23) and overflows to inf above about 1.8e19,
+    where the gradient itself is an ordinary number (a = 1e-30, b = 1e-23 gives -1e16, not
+    -inf; a = b = 1e20 gives -1e-20, not -0)."""
 
     float_math = True
 
@@ -89,7 +96,7 @@ class Div(Function):
     def backward(ctx: Context, g: Any) -> tuple:
         a, b = ctx.saved_arrays
         da = g / b if ctx.needs_input_grad[0] else None
-        db = -g * a / (b * b) if ctx.needs_input_grad[1] else None
+        db = -g * (a / b) / b if ctx.needs_input_grad[1] else None
         return da, db
 
 
@@ -233,27 +240,71 @@ def _select_grads(g: Any, a_wins: Any, tie: Any) -> tuple:
     return da, db
 
 
+def clip_bounds(op: str, x: Any, lo: Any, hi: Any) -> tuple:
+    """(dtype, lo, hi) for clipping ``x``: the dtype of the result and the bounds as NumPy
+    scalars of that dtype (None stays None), with torch's dtype rule for scalars.
+
+    A float tensor keeps its dtype. An integer or boolean tensor with a float bound computes
+    in ``DEFAULT_FLOAT`` (casting 0.5 to the tensor's integers would truncate it: [0, 1, 2, 3]
+    clipped to [0.5, 2.5] is float32 [0.5, 1, 2, 2.5]), a boolean tensor with integer bounds
+    in int64, an integer tensor with integer bounds in its own dtype. Raises ValueError when
+    both bounds are None or an integer bound lies outside the result's integer range, and
+    TypeError for a bound that is not a number."""
+    if lo is None and hi is None:
+        raise ValueError(f"{op}: at least one of min and max must be given")
+    kinds = []
+    for name, bound in (("min", lo), ("max", hi)):
+        if bound is None:
+            continue
+        is_scalar = isinstance(bound, (bool, int, float, np.generic)) or (
+            isinstance(bound, np.ndarray) and bound.ndim == 0)
+        kind = np.result_type(bound).kind if is_scalar else ""
+        if kind not in ("b", "i", "u", "f"):
+            raise TypeError(
+                f"{op}: {name} must be a real number or None, got {bound!r} "
+                f"({type(bound).__name__}); for elementwise bounds use maximum/minimum"
+            )
+        kinds.append(kind)
+    dtype = x.dtype
+    if dtype.kind != "f" and "f" in kinds:
+        dtype = np.dtype(DEFAULT_FLOAT)
+    elif dtype.kind == "b" and any(k in "iu" for k in kinds):
+        dtype = np.dtype(np.int64)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        for name, bound in (("min", lo), ("max", hi)):
+            if bound is not None and not info.min <= int(bound) <= info.max:
+                raise ValueError(
+                    f"{op}: {name}={bound} is outside the range [{info.min}, {info.max}] of "
+                    f"the tensor's dtype {dtype} (shape {tuple(x.shape)})"
+                )
+    return (dtype, None if lo is None else dtype.type(lo),
+            None if hi is None else dtype.type(hi))
+
+
 class Clip(Function):
-    """y = clip(x, lo, hi) with constant bounds (either may be None).  VJP: g where
-    lo <= x <= hi (bounds inclusive, as torch.clamp), 0 outside."""
+    """y = clip(x, lo, hi) with constant scalar bounds (either may be None).  VJP: g where
+    lo <= x <= hi (bounds inclusive, as torch.clamp), 0 outside.
+
+    The result's dtype follows torch (see :func:`clip_bounds`): an integer tensor with a
+    float bound is clipped in float32, never with truncated bounds."""
 
     @staticmethod
-    def forward(ctx: Context, x: Any, lo: float | None, hi: float | None) -> Any:
-        if lo is None and hi is None:
-            raise ValueError("clip: at least one of min and max must be given")
+    def forward(ctx: Context, x: Any, lo: Any, hi: Any) -> Any:
+        dtype, lo, hi = clip_bounds("clip", x, lo, hi)
+        if dtype != x.dtype:  # integer data: no gradient flows, the cast needs no node
+            x = x.astype(dtype)
         xp = get_array_module(x)
         keep = xp.ones(x.shape, dtype=bool)
         y = x
         if lo is not None:
-            lo_a = xp.asarray(lo, dtype=x.dtype)
-            keep &= x >= lo_a
-            y = xp.maximum(y, lo_a)
+            keep &= x >= lo
+            y = xp.maximum(y, lo)
         if hi is not None:
-            hi_a = xp.asarray(hi, dtype=x.dtype)
-            keep &= x <= hi_a
-            y = xp.minimum(y, hi_a)
+            keep &= x <= hi
+            y = xp.minimum(y, hi)
         ctx.save_for_backward(keep)
-        return y if y is not x else x.copy()
+        return y  # a new array: at least one bound was applied
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 from ..backend import get_array_module
 from .activations import stable_sigmoid
 from .base import Context, Function
+from .reductions import divide_by_count
 from .selection import check_token_ids
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -211,7 +212,7 @@ class SoftCrossEntropy(Function):
         total = loss.sum()
         if reduction == "sum":
             return total
-        return total / x.dtype.type(rows) if rows else xp.zeros((), dtype=x.dtype)
+        return divide_by_count(total, rows) if rows else xp.zeros((), dtype=x.dtype)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
@@ -222,7 +223,7 @@ class SoftCrossEntropy(Function):
         elif reduction == "sum":
             scale = g
         else:
-            scale = g / g.dtype.type(rows) if rows else g.dtype.type(0)
+            scale = divide_by_count(g, rows) if rows else g.dtype.type(0)
         wq = wc * qz
         dz = (p * wq.sum(axis=-1, keepdims=True) - wq) * scale
         dq = (-wc * logp) * scale
@@ -297,9 +298,25 @@ class MSELoss(Function):
         (diff,) = ctx.saved_arrays
         two = diff.dtype.type(2)
         if ctx.reduction == "mean":
-            g = g / diff.dtype.type(max(diff.size, 1))
+            g = divide_by_count(g, max(diff.size, 1))
         da = two * diff * g
         return da, -da
+
+
+def _broadcasting_to(op: str, name: str, value: Any, x: Any) -> Any:
+    """``value`` (None, or an array-like of elementwise factors) as an array of ``x``'s
+    dtype and device, checked to broadcast to ``x``'s shape: a larger shape would silently
+    widen the loss beyond the input (ValueError naming ``op``, ``name`` and both shapes)."""
+    if value is None:
+        return None
+    arr = get_array_module(x).asarray(value, dtype=x.dtype)
+    fits = arr.ndim <= x.ndim and all(
+        a in (1, s) for a, s in zip(reversed(arr.shape), reversed(x.shape)))
+    if not fits:
+        raise ValueError(
+            f"{op}: {name} of shape {arr.shape} must broadcast to the input shape {x.shape}"
+        )
+    return arr
 
 
 def _softplus(x: Any) -> Any:
@@ -319,7 +336,10 @@ class BCEWithLogits(Function):
         dloss/dt = -x + (pw - 1) softplus(-x)
 
     softplus and s are evaluated in their overflow-free forms, so any finite logit is safe.
-    An optional elementwise ``weight`` multiplies the loss.
+    An optional elementwise ``weight`` multiplies the loss. ``weight`` and ``pos_weight``
+    must broadcast to the input's shape (a ValueError names both shapes otherwise, as torch
+    refuses them): the loss always has the input's shape, so 'mean' divides by the number
+    of inputs in both directions.
     """
 
     float_math = True
@@ -328,20 +348,18 @@ class BCEWithLogits(Function):
     def forward(ctx: Context, x: Any, t: Any, weight: Any = None, pos_weight: Any = None,
                 reduction: str = "mean") -> Any:
         xp = get_array_module(x)
-        _check_reduction("binary_cross_entropy_with_logits", reduction)
+        op = "binary_cross_entropy_with_logits"
+        _check_reduction(op, reduction)
         if x.shape != t.shape:
             raise ValueError(
-                f"binary_cross_entropy_with_logits: input of shape {x.shape} and target of "
-                f"shape {t.shape} must have the same shape"
+                f"{op}: input of shape {x.shape} and target of shape {t.shape} must have the "
+                f"same shape"
             )
+        w = _broadcasting_to(op, "weight", weight, x)
+        pw = _broadcasting_to(op, "pos_weight", pos_weight, x)
         sp = _softplus(-x)
-        if pos_weight is not None:
-            pw = xp.asarray(pos_weight, dtype=x.dtype)
-            lw = 1 + (pw - 1) * t
-        else:
-            pw, lw = None, None
+        lw = 1 + (pw - 1) * t if pw is not None else None
         loss = (1 - t) * x + (lw * sp if lw is not None else sp)
-        w = xp.asarray(weight, dtype=x.dtype) if weight is not None else None
         if w is not None:
             loss = loss * w
         ctx.save_for_backward(x, t, sp)
@@ -357,7 +375,7 @@ class BCEWithLogits(Function):
         x, t, sp = ctx.saved_arrays
         pw, lw, w, reduction = ctx.meta
         if reduction == "mean":
-            g = g / x.dtype.type(max(x.size, 1))
+            g = divide_by_count(g, max(x.size, 1))
         s_neg = stable_sigmoid(-x)
         dx = (1 - t) - (lw * s_neg if lw is not None else s_neg)
         dt = -x + ((pw - 1) * sp if pw is not None else 0)

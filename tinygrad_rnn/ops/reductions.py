@@ -1,30 +1,51 @@
-"""Reductions over axes: sum, mean, max (with keepdims)."""
+"""Reductions over axes: sum, mean, max, min (with keepdims)."""
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ..backend import get_array_module
 from .base import Context, Function
 
 
-def normalize_axes(op: str, axis: Any, ndim: int) -> tuple:
+def normalize_axes(op: str, axis: Any, shape: tuple) -> tuple:
     """Axis argument (None, int or tuple, negatives allowed) as a sorted tuple of
-    non-negative axes; IndexError naming the op for an axis out of range."""
+    non-negative axes of a tensor of ``shape``; IndexError naming the op, the axis and the
+    shape for an axis out of range."""
+    ndim = len(shape)
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     if ndim == 0:  # a 0-d tensor accepts axis 0 / -1, like torch
         if any(ax not in (0, -1) for ax in axes):
-            raise IndexError(f"{op}: axis {axis} is out of range for a 0-d tensor")
+            raise IndexError(f"{op}: axis {axis} is out of range for a 0-d tensor "
+                             f"(valid: 0 or -1)")
         return ()
     out = []
     for ax in axes:
         if not -ndim <= ax < ndim:
-            raise IndexError(f"{op}: axis {ax} is out of range for a {ndim}-d tensor")
+            raise IndexError(f"{op}: axis {ax} is out of range for a tensor of shape "
+                             f"{tuple(shape)} (valid: {-ndim} to {ndim - 1})")
         out.append(ax % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: repeated axis in {axis}")
     return tuple(sorted(out))
+
+
+def divide_by_count(a: Any, n: int) -> Any:
+    """``a / n`` in ``a``'s float dtype, rounded once, for a count ``n`` of any size.
+
+    Dividing by ``a.dtype.type(n)`` would round the count first: float16 holds integers
+    exactly only up to 2048 and overflows to inf above 65504 (a float16 mean of 70,000
+    numbers would be 0), float32 only up to 2**24. Narrower floats are therefore divided in
+    float64, where the count is exact, and rounded back. That double rounding gives the
+    correctly rounded quotient (float64 has more than 2p + 2 bits for a p-bit float32 or
+    float16), so a float32 result is bit for bit the float32 division by any count below
+    2**24. float64 and wider divide directly."""
+    if a.dtype.itemsize >= 8:
+        return a / a.dtype.type(n)
+    return (a.astype(np.float64) / np.float64(n)).astype(a.dtype)
 
 
 def _expand(g: Any, in_shape: tuple, axes: tuple, keepdims: bool) -> Any:
@@ -41,7 +62,7 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        axes = normalize_axes("sum", axis, x.ndim)
+        axes = normalize_axes("sum", axis, x.shape)
         ctx.axes, ctx.keepdims, ctx.in_shape = axes, keepdims, x.shape
         return get_array_module(x).sum(x, axis=axes, keepdims=keepdims)
 
@@ -52,27 +73,64 @@ class Sum(Function):
 
 class Mean(Function):
     """y = mean of x over ``axis``.  VJP: dL/dx = g / n broadcast back (n = number of
-    averaged elements). The mean over zero elements is NaN, as in NumPy and torch."""
+    averaged elements). The mean over zero elements is NaN, as in NumPy and torch.
+
+    The sum is divided by the count with :func:`divide_by_count` (the count is never
+    rounded to the input's dtype), and a float16 input is summed in float32, as torch does:
+    its sum overflows float16 long before its mean could."""
 
     float_math = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         xp = get_array_module(x)
-        axes = normalize_axes("mean", axis, x.ndim)
+        axes = normalize_axes("mean", axis, x.shape)
         n = 1
         for ax in axes:
             n *= x.shape[ax]
         ctx.axes, ctx.keepdims, ctx.in_shape, ctx.n = axes, keepdims, x.shape, n
-        total = xp.sum(x, axis=axes, keepdims=keepdims)
+        acc = np.float32 if x.dtype.itemsize < 4 else x.dtype
+        total = xp.sum(x, axis=axes, keepdims=keepdims, dtype=acc)
         if n == 0:
             return xp.full(total.shape, xp.nan, dtype=x.dtype)
-        return total / x.dtype.type(n)
+        return divide_by_count(total, n).astype(x.dtype, copy=False)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
-        scale = g.dtype.type(1.0 / ctx.n) if ctx.n else g.dtype.type(0.0)
-        return _expand(g * scale, ctx.in_shape, ctx.axes, ctx.keepdims)
+        if not ctx.n:  # nothing was averaged: the gradient is empty, any scale will do
+            g = g * g.dtype.type(0.0)
+        elif g.dtype.itemsize < 4:  # float16: 1 / n would lose bits or underflow to 0
+            g = divide_by_count(g, ctx.n)
+        else:
+            g = g * g.dtype.type(1.0 / ctx.n)
+        return _expand(g, ctx.in_shape, ctx.axes, ctx.keepdims)
+
+
+def _extremum_forward(ctx: Context, op: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    """Forward of max or min (``op``): the extreme value over the axes, with what the
+    backward needs saved: the mask of the entries that reach it and their number."""
+    xp = get_array_module(x)
+    axes = normalize_axes(op, axis, x.shape)
+    if any(x.shape[ax] == 0 for ax in axes):
+        raise ValueError(f"{op}: cannot reduce over an empty axis of shape {x.shape}")
+    reduce = xp.max if op == "max" else xp.min
+    y = reduce(x, axis=axes, keepdims=True)
+    hit = x == y
+    count = xp.sum(hit, axis=axes, keepdims=True)
+    ctx.save_for_backward(hit, count)
+    ctx.axes, ctx.keepdims = axes, keepdims
+    return y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
+                                                 if i not in axes))
+
+
+def _extremum_backward(ctx: Context, g: Any) -> Any:
+    """g shared equally among the entries that reached the extreme value, 0 elsewhere."""
+    hit, count = ctx.saved_arrays
+    xp = get_array_module(g)
+    if not ctx.keepdims:
+        for ax in ctx.axes:
+            g = xp.expand_dims(g, ax)
+    return xp.where(hit, g / count.astype(g.dtype), xp.zeros((), dtype=g.dtype))
 
 
 class Max(Function):
@@ -81,23 +139,25 @@ class Max(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        xp = get_array_module(x)
-        axes = normalize_axes("max", axis, x.ndim)
-        if any(x.shape[ax] == 0 for ax in axes):
-            raise ValueError(f"max: cannot reduce over an empty axis of shape {x.shape}")
-        y = xp.max(x, axis=axes, keepdims=True)
-        hit = x == y
-        count = xp.sum(hit, axis=axes, keepdims=True)
-        ctx.save_for_backward(hit, count)
-        ctx.axes, ctx.keepdims = axes, keepdims
-        return y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
-                                                     if i not in axes))
+        return _extremum_forward(ctx, "max", x, axis, keepdims)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
-        hit, count = ctx.saved_arrays
-        xp = get_array_module(g)
-        if not ctx.keepdims:
-            for ax in ctx.axes:
-                g = xp.expand_dims(g, ax)
-        return xp.where(hit, g / count.astype(g.dtype), xp.zeros((), dtype=g.dtype))
+        return _extremum_backward(ctx, g)
+
+
+class Min(Function):
+    """y = min of x over ``axis``.  VJP: g goes to the minimal entries; when several entries
+    tie for the minimum, each gets an equal share g / (number of ties), as for :class:`Max`.
+
+    A reduction of its own, not -max(-x): negation is not exact for integers (unsigned
+    integers wrap around, the most negative int64 has no positive) and not defined for
+    booleans."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return _extremum_forward(ctx, "min", x, axis, keepdims)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        return _extremum_backward(ctx, g)

@@ -22,7 +22,8 @@ class Where(Function):
         xp = get_array_module(a, b)
         cond = xp.asarray(cond)
         if cond.dtype != bool:
-            raise TypeError(f"where: condition must be boolean, got dtype {cond.dtype}")
+            raise TypeError(f"where: condition must be boolean, got dtype {cond.dtype} "
+                            f"(condition shape {cond.shape})")
         broadcast_shape("where", cond.shape, a.shape, b.shape)
         ctx.save_for_backward(cond)
         return xp.where(cond, a, b)
@@ -44,7 +45,8 @@ class MaskedFill(Function):
         xp = get_array_module(x)
         mask = xp.asarray(mask)
         if mask.dtype != bool:
-            raise TypeError(f"masked_fill: mask must be boolean, got dtype {mask.dtype}")
+            raise TypeError(f"masked_fill: mask must be boolean, got dtype {mask.dtype} "
+                            f"(mask shape {mask.shape}, input shape {x.shape})")
         if broadcast_shape("masked_fill", x.shape, mask.shape) != x.shape:
             raise ValueError(
                 f"masked_fill: mask of shape {mask.shape} does not broadcast to the input "
@@ -80,9 +82,30 @@ def check_token_ids(op: str, ids: Any, size: int, what: str = "vocabulary size",
         )
 
 
+def check_padding_idx(op: str, padding_idx: Any, num_embeddings: int) -> int | None:
+    """``padding_idx`` as a row index in [0, num_embeddings), or None. As in torch it must
+    lie in [-num_embeddings, num_embeddings), a negative value counting from the end; a
+    value outside is a ValueError and a non-integer (a float, a bool) a TypeError, each
+    naming ``op``, the value and num_embeddings (NumPy would wrap -10 silently onto some row
+    and fail only in backward for 7)."""
+    if padding_idx is None:
+        return None
+    if isinstance(padding_idx, (bool, np.bool_)) or not isinstance(padding_idx,
+                                                                    (int, np.integer)):
+        raise TypeError(f"{op}: padding_idx must be an integer or None, got {padding_idx!r} "
+                        f"({type(padding_idx).__name__})")
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(
+            f"{op}: padding_idx {padding_idx} is out of range for num_embeddings "
+            f"{num_embeddings} (valid: {-num_embeddings} to {num_embeddings - 1})"
+        )
+    return int(padding_idx) % num_embeddings
+
+
 class Embedding(Function):
     """y = weight[ids]: row lookup.  VJP: dL/dweight[v] = sum of g at every position whose id
-    is v (scatter-add; repeated ids accumulate). Rows at ``padding_idx`` get zero gradient."""
+    is v (scatter-add; repeated ids accumulate). The row at ``padding_idx`` (checked by
+    :func:`check_padding_idx`; negative counts from the end) gets zero gradient."""
 
     @staticmethod
     def forward(ctx: Context, weight: Any, ids: Any, padding_idx: int | None = None) -> Any:
@@ -90,6 +113,7 @@ class Embedding(Function):
         ids = xp.asarray(ids)
         if weight.ndim != 2:
             raise ValueError(f"embedding: weight must be 2-D (V, E), got shape {weight.shape}")
+        padding_idx = check_padding_idx("embedding", padding_idx, weight.shape[0])
         check_token_ids("embedding", ids, weight.shape[0])
         ctx.save_for_backward(ids)
         ctx.num_rows, ctx.padding_idx = weight.shape[0], padding_idx

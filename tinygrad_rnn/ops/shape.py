@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..backend import get_array_module
 from .base import Context, Function
 from .elementwise import broadcast_shape
@@ -33,16 +35,37 @@ class Reshape(Function):
 
 
 class Transpose(Function):
-    """y = x.transpose(axes) (a permutation).  VJP: g transposed by the inverse permutation."""
+    """y = x.transpose(axes) (a permutation, NumPy's meaning: output axis i is input axis
+    axes[i]; negative axes count from the end).  VJP: g transposed by the inverse
+    permutation.
+
+    There must be ndim axes, together a permutation (ValueError), each in [-ndim, ndim)
+    (IndexError naming the axis as given): an axis is never wrapped with ``%``, which would
+    make ``transpose(0, 5)`` of a 2-D tensor a silent identity."""
 
     @staticmethod
     def forward(ctx: Context, x: Any, axes: tuple | None = None) -> Any:
         if axes is None:
             axes = tuple(reversed(range(x.ndim)))
-        axes = tuple(a % x.ndim if x.ndim else a for a in axes)
+        given = tuple(axes)
+        if len(given) != x.ndim:
+            raise ValueError(
+                f"transpose: axes {given} are not a permutation of the {x.ndim} dimensions "
+                f"of a tensor of shape {x.shape} (give {x.ndim} axes)"
+            )
+        for a in given:
+            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                raise TypeError(f"transpose: axes must be integers, got {given!r}")
+            if not -x.ndim <= a < x.ndim:
+                raise IndexError(
+                    f"transpose: axis {a} in {given} is out of range for a tensor of shape "
+                    f"{x.shape}" + (f" (valid: {-x.ndim} to {x.ndim - 1})" if x.ndim
+                                    else " (a 0-d tensor has no axes)")
+                )
+        axes = tuple(int(a) % x.ndim for a in given)
         if sorted(axes) != list(range(x.ndim)):
             raise ValueError(
-                f"transpose: axes {axes} are not a permutation of the {x.ndim} dimensions "
+                f"transpose: axes {given} are not a permutation of the {x.ndim} dimensions "
                 f"of a tensor of shape {x.shape}"
             )
         ctx.inverse = tuple(sorted(range(len(axes)), key=lambda i: axes[i]))
@@ -74,7 +97,11 @@ def _check_same_but(op: str, arrays: Sequence[Any], axis: int, stacking: bool) -
     ref = arrays[0]
     ndim = ref.ndim + (1 if stacking else 0)
     if not -ndim <= axis < ndim:
-        raise IndexError(f"{op}: axis {axis} is out of range for {ndim}-d results")
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise IndexError(
+            f"{op}: axis {axis} is out of range for {ndim}-d results (valid: {-ndim} to "
+            f"{ndim - 1}) of tensors of shapes {shapes}"
+        )
     axis %= ndim
     for k, a in enumerate(arrays[1:], start=1):
         if stacking and a.shape != ref.shape:
