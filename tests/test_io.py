@@ -116,6 +116,36 @@ def test_tensors_are_saved_as_arrays(tmp_path):
     assert_same(loaded["p"], np.ones((2, 2), dtype=np.float32))
 
 
+@pytest.mark.parametrize("reduce", [lambda t: t.sum(), lambda t: t.mean(),
+                                    lambda t: (t * 2.0).sum()])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_zero_d_tensor_from_a_reduction_round_trips_as_a_0d_array(tmp_path, reduce, dtype):
+    """A loss (a reduction's 0-d result, with or without a graph) is saved as the 0-d array
+    it holds and loads with its dtype, shape () and value."""
+    t = tr.tensor(np.arange(1.0, 4.0, dtype=dtype), requires_grad=True)
+    loss = reduce(t)
+    with tr.no_grad():
+        detached = reduce(t)
+    tr.save({"loss": loss, "detached": detached}, tmp_path / "loss.npz")
+    loaded = tr.load(tmp_path / "loss.npz")
+    for key, value in (("loss", loss), ("detached", detached)):
+        assert type(loaded[key]) is np.ndarray, key
+        assert loaded[key].dtype == dtype and loaded[key].shape == (), key
+        assert loaded[key].tobytes() == np.asarray(value.numpy()).tobytes(), key
+
+
+class ScalarTensorLike:
+    """A Tensor-like whose .numpy() returns a NumPy scalar, not a 0-d array."""
+
+    def numpy(self):
+        return np.float32(2.5)
+
+
+def test_a_tensor_like_whose_numpy_gives_a_scalar_is_saved_as_a_0d_array(tmp_path):
+    tr.save({"x": ScalarTensorLike()}, tmp_path / "s.npz")
+    assert_same(tr.load(tmp_path / "s.npz")["x"], np.array(2.5, dtype=np.float32))
+
+
 OPTIMIZER_LIKE = {
     "state": {
         0: {"step": np.array(3.0, dtype=np.float32), "exp_avg": np.arange(4.0).reshape(2, 2),
@@ -200,6 +230,26 @@ def test_missing_paths():
         tr.load("/nonexistent-dir/nowhere.npz")
     with pytest.raises(FileNotFoundError, match="nonexistent-dir"):
         tr.save({"a": np.ones(1)}, "/nonexistent-dir/x.npz")
+
+
+def test_save_refuses_a_directory_path_before_writing_anything(tmp_path):
+    (tmp_path / "sub").mkdir()
+    for target in (tmp_path, str(tmp_path) + os.sep, tmp_path / "sub",
+                   str(tmp_path / "new") + os.sep):
+        with pytest.raises(IsADirectoryError, match="save: path .* is a directory"):
+            tr.save({"a": np.ones(1)}, target)
+    assert os.listdir(tmp_path) == ["sub"] and os.listdir(tmp_path / "sub") == []
+
+
+def test_save_refuses_an_empty_or_non_path_argument(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="save: path is empty"):
+        tr.save({"a": np.ones(1)}, "")
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match=f"save: path must be a str or path-like, got "
+                                            f"{type(bad).__name__}"):
+            tr.save({"a": np.ones(1)}, bad)
+    assert os.listdir(tmp_path) == []
 
 
 # ------------------------------------------------------------------------- refused at load

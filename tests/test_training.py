@@ -9,7 +9,9 @@
 * ``train_stream`` runs a stateful TBPTT over a stream: one update per window, the state
   carried across windows and reset every epoch, the same parameters as a hand-written loop
   over ``run_truncated``; it learns a predictable stream;
-* the progress bar writes nothing when disabled (tests run with ``progress=False``).
+* the progress bar writes nothing when disabled (tests run with ``progress=False``);
+* arguments that would be silently ignored (``validate`` without ``val_every``, ``patience``
+  without validation, ``patience=0``) and bad counts or streams raise errors naming them.
 """
 from __future__ import annotations
 
@@ -149,6 +151,71 @@ def test_early_stopping_definition() -> None:
         EarlyStopping(patience=0)
 
 
+VALIDATION_MISUSE = [
+    # (keyword arguments, error type, message) -- each would have been silently ignored
+    (dict(validate=lambda: 1.0), ValueError, "validate is given but val_every=0"),
+    (dict(validate=lambda: 1.0, patience=2), ValueError, "validate is given but val_every=0"),
+    (dict(patience=2), ValueError, "patience=2 needs validation"),
+    (dict(patience=2, val_every=1), ValueError, "val_every=1 but no validate"),
+    (dict(val_every=3), ValueError, "val_every=3 but no validate"),
+    (dict(validate=lambda: 1.0, val_every=1, patience=0), ValueError,
+     "patience must be >= 1, got 0"),
+    (dict(validate=lambda: 1.0, val_every=1, patience=-1), ValueError,
+     "patience must be >= 1, got -1"),
+    (dict(validate=lambda: 1.0, val_every=-2), ValueError, "val_every must be >= 0, got -2"),
+    (dict(validate=lambda: 1.0, val_every=2.0), TypeError, "val_every must be an int, got float"),
+    (dict(validate=lambda: 1.0, val_every=True), TypeError, "val_every must be an int, got bool"),
+    (dict(validate=lambda: 1.0, val_every=1, patience=1.5), TypeError,
+     "patience must be an int, got float"),
+    (dict(validate=5.0, val_every=1), TypeError, "validate must be a callable"),
+]
+
+
+@pytest.mark.parametrize("kwargs,error,message", VALIDATION_MISUSE)
+def test_fit_refuses_validation_settings_it_would_ignore(kwargs: dict, error: type,
+                                                         message: str) -> None:
+    p = Param()
+    opt = tr.optim.SGD(p.parameters(), lr=0.1)
+    with pytest.raises(error, match=r"^fit: " + message):
+        fit(lambda i: p.loss(), 4, opt, progress=False, **kwargs)
+    assert p.w.data[0] == 0.0 and p.w.grad is None                # no update was made
+
+
+@pytest.mark.parametrize("kwargs,error,message", VALIDATION_MISUSE)
+def test_train_stream_refuses_validation_settings_it_would_ignore(
+        kwargs: dict, error: type, message: str) -> None:
+    model = Predictor()
+    before = [q.data.copy() for q in model.parameters()]
+    x, target = sine_stream(12)
+    opt = tr.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(error, match=r"^train_stream: " + message):
+        train_stream(model.step, x, stream_loss(target), opt, chunked(4), progress=False,
+                     **kwargs)
+    for q, b in zip(model.parameters(), before):
+        np.testing.assert_array_equal(q.data, b)
+
+
+@pytest.mark.parametrize("steps,error,message", [
+    (-1, ValueError, "steps must be >= 0, got -1"),
+    (2.0, TypeError, "steps must be an int, got float"),
+    (True, TypeError, "steps must be an int, got bool")])
+def test_fit_refuses_a_bad_number_of_steps(steps: Any, error: type, message: str) -> None:
+    p = Param()
+    opt = tr.optim.SGD(p.parameters(), lr=0.1)
+    with pytest.raises(error, match="fit: " + message):
+        fit(lambda i: p.loss(), steps, opt, progress=False)
+
+
+def test_fit_accepts_numpy_integer_counts_and_validates_with_patience() -> None:
+    p = Param()
+    opt = tr.optim.SGD(p.parameters(), lr=0.0)
+    result = fit(lambda i: p.loss(), np.int64(10), opt, validate=lambda: 1.0,
+                 val_every=np.int32(2), patience=np.int64(2), progress=False)
+    # the first validation sets the best, the next two do not improve on it: stop at 6
+    assert result.val_losses == [(2, 1.0), (4, 1.0), (6, 1.0)] and result.stopped_early
+    assert result.steps == 6
+
+
 def test_progress_bar_writes_only_when_enabled(capsys: Any) -> None:
     p = Param()
     opt = tr.optim.SGD(p.parameters(), lr=0.1)
@@ -261,3 +328,23 @@ def test_train_stream_stops_early_and_uses_the_given_initial_state() -> None:
         pred, _ = model.step(x[:4], h0)
     assert result.losses[0] == pytest.approx(stream_loss(target)(pred, 0, 4).item(),
                                              rel=1e-12)
+
+
+@pytest.mark.parametrize("x", [[[1.0]], 3.0, (np.zeros((4, 1, 1)),)], ids=["list", "float",
+                                                                           "tuple"])
+def test_train_stream_refuses_a_stream_that_is_not_a_tensor_or_array(x: Any) -> None:
+    model = Predictor()
+    opt = tr.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match=f"train_stream: x must be a Tensor or a NumPy array, "
+                                        f"got {type(x).__name__}"):
+        train_stream(model.step, x, lambda o, a, b: o.sum(), opt, chunked(2), progress=False)
+
+
+@pytest.mark.parametrize("epochs,error", [(-1, ValueError), (1.0, TypeError)])
+def test_train_stream_refuses_a_bad_number_of_epochs(epochs: Any, error: type) -> None:
+    model = Predictor()
+    x, target = sine_stream(8)
+    opt = tr.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(error, match="train_stream: epochs must be"):
+        train_stream(model.step, x, stream_loss(target), opt, chunked(4), epochs=epochs,
+                     progress=False)

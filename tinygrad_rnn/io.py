@@ -92,8 +92,10 @@ def _as_numpy(value: Any, path: tuple) -> np.ndarray | np.generic | None:
                 f"save: cannot convert the {type(value).__name__} at {_where(path)} to a NumPy "
                 f"array: {err}"
             ) from err
-        if isinstance(arr, np.ndarray):
-            return arr
+        if isinstance(arr, (np.ndarray, np.generic)):
+            # a 0-d Tensor may hand back a NumPy scalar (e.g. a loss from .sum()): saved as
+            # the 0-d array it stands for, so it loads as an array, like every Tensor
+            return np.asarray(arr)
     return None
 
 
@@ -208,6 +210,27 @@ def _new_file_mode(path: str) -> int:
     return 0o666 & ~umask
 
 
+def _checked_target(path: Any) -> str:
+    """``path`` as a str, refused (before anything is written) unless it can name a file:
+    not empty, not an existing directory, not ending with a path separator."""
+    try:
+        path = os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise TypeError(f"save: path must be a str or path-like, got {type(path).__name__} "
+                        f"{path!r}") from None
+    if not path:
+        raise ValueError("save: path is empty; give a file name such as 'model.npz'")
+    separators = tuple(s for s in (os.sep, os.altsep) if s)
+    if path.endswith(separators) or os.path.isdir(path):
+        raise IsADirectoryError(
+            errno.EISDIR,
+            f"save: path {path!r} is a directory (or ends with a path separator); give a "
+            f"file name, e.g. {os.path.join(path, 'model.npz')!r}",
+            path,
+        )
+    return path
+
+
 def save(obj: Mapping[str, Any], path: str | os.PathLike, compress: bool = False) -> None:
     """Write a state dict (or a nested dict such as an optimizer's state) to ``path``.
 
@@ -226,9 +249,16 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike, compress: bool = False
     Raises
     ------
     ValueError
-        An array of a non-numeric dtype (object, string, structured), naming its key.
+        An array of a non-numeric dtype (object, string, structured), naming its key; an
+        empty ``path``.
     TypeError
-        A key or value of an unsupported type, naming where it is.
+        A key or value of an unsupported type, naming where it is; a ``path`` that is not a
+        str or path-like.
+    IsADirectoryError
+        ``path`` is an existing directory or ends with a path separator (a file name is
+        needed).
+    FileNotFoundError
+        The directory ``path`` names does not exist.
 
     Notes
     -----
@@ -240,6 +270,7 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike, compress: bool = False
     if not isinstance(obj, Mapping):
         raise TypeError(f"save: expected a dict (e.g. model.state_dict()), got "
                         f"{type(obj).__name__}")
+    path = _checked_target(path)
     encoder = _Encoder()
     tree = encoder.encode(obj, ())
     manifest = json.dumps(
@@ -247,7 +278,6 @@ def save(obj: Mapping[str, Any], path: str | os.PathLike, compress: bool = False
         ensure_ascii=True, allow_nan=False,
     ).encode("ascii")
 
-    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, f"save: directory {directory!r} does not exist",

@@ -67,6 +67,36 @@ class _Stop(Exception):
     pass
 
 
+def _check_count(where: str, name: str, value: Any, minimum: int) -> None:
+    """TypeError unless ``value`` is an int (Python or NumPy; not a bool or a float),
+    ValueError when it is below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__} "
+                        f"{value!r}")
+    if value < minimum:
+        raise ValueError(f"{where}: {name} must be >= {minimum}, got {value}")
+
+
+def _check_validation(where: str, validate: Any, val_every: Any, patience: Any) -> None:
+    """Validation runs when ``validate`` is given and ``val_every >= 1``, and early stopping
+    needs both: refuse any combination in which one of them would be silently ignored."""
+    _check_count(where, "val_every", val_every, 0)
+    if patience is not None:
+        _check_count(where, "patience", patience, 1)
+    if validate is not None and not callable(validate):
+        raise TypeError(f"{where}: validate must be a callable returning the validation "
+                        f"loss, got {type(validate).__name__}")
+    if validate is not None and val_every == 0:
+        raise ValueError(f"{where}: validate is given but val_every={val_every}, so it would "
+                         f"never run; pass val_every >= 1 (validate every that many updates)")
+    if validate is None and val_every != 0:
+        raise ValueError(f"{where}: val_every={val_every} but no validate function is given; "
+                         f"pass validate=... (or leave val_every at 0)")
+    if patience is not None and validate is None:
+        raise ValueError(f"{where}: patience={patience} needs validation to stop on; pass "
+                         f"validate=... and val_every >= 1 (or leave patience at None)")
+
+
 def _progress(total: int, desc: str, enabled: bool) -> Any:
     from tqdm.auto import tqdm
 
@@ -101,7 +131,7 @@ class _Updater:
         self.bar.update(1)
         postfix = {"loss": f"{loss_value:.4g}"}
         stop = False
-        if self.validate is not None and self.val_every and r.steps % self.val_every == 0:
+        if self.validate is not None and r.steps % self.val_every == 0:
             val = float(self.validate())
             r.val_losses.append((r.steps, val))
             postfix["val"] = f"{val:.4g}"
@@ -117,6 +147,9 @@ class _Updater:
 def _stream_on_device(x: Any, params: list) -> Tensor:
     """The stream ``x`` as a Tensor on the parameters' device (one explicit host-to-device
     copy when it is on the host); a RuntimeError names both devices otherwise."""
+    if not isinstance(x, (Tensor, np.ndarray)):
+        raise TypeError(f"train_stream: x must be a Tensor or a NumPy array, got "
+                        f"{type(x).__name__}; convert it first, e.g. tr.tensor(x)")
     devices = sorted({p.device for p in params})
     if len(devices) > 1:
         raise RuntimeError(f"train_stream: the parameters are on several devices {devices}; "
@@ -144,11 +177,18 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     set, training stops once the validation loss has not improved by ``tol`` for that many
     validations.
 
+    ``validate`` and ``val_every >= 1`` go together (``val_every=0``, the default, means no
+    validation), and ``patience`` (an int >= 1, or None for no early stopping) needs both;
+    a combination in which one of them would be ignored raises ``ValueError``, as does a
+    negative ``steps`` or ``val_every`` (a non-int one raises ``TypeError``).
+
     ``step_fn`` puts its batch on the model's device (see the module docstring); ``fit``
     copies nothing between devices except each loss value, read back as a Python float."""
+    _check_count("fit", "steps", steps, 0)
+    _check_validation("fit", validate, val_every, patience)
     result = TrainResult()
     params = [p for g in optimizer.param_groups for p in g["params"]]
-    stopper = EarlyStopping(patience, tol) if patience else None
+    stopper = EarlyStopping(patience, tol) if patience is not None else None
     with _progress(steps, desc, progress) as bar:
         update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
                           stopper, bar, result)
@@ -176,11 +216,15 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
     ``forward`` and ``loss_fn``.
 
     ``x`` (a Tensor or a NumPy array) is copied to the parameters' device once, before the
-    first window, when it is on the host; a stream on another device is an error."""
+    first window, when it is on the host; a stream on another device is an error.
+    ``validate``, ``val_every`` and ``patience`` follow the rules of :func:`fit`; ``epochs``
+    is an int >= 0."""
+    _check_count("train_stream", "epochs", epochs, 0)
+    _check_validation("train_stream", validate, val_every, patience)
     result = TrainResult()
     params = [p for g in optimizer.param_groups for p in g["params"]]
     x = _stream_on_device(x, params)
-    stopper = EarlyStopping(patience, tol) if patience else None
+    stopper = EarlyStopping(patience, tol) if patience is not None else None
     per_epoch = len(windows(x.shape[time_axis], schedule))
     with _progress(per_epoch * epochs, desc, progress) as bar:
         update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,

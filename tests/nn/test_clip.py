@@ -4,6 +4,7 @@ float32, and torch.nn.utils as an oracle; clip_grad_value_; parameters <-> vecto
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -232,6 +233,92 @@ def test_argument_checks() -> None:
     with pytest.raises(ValueError, match="clip_value: -0.5"):
         clip_grad_value_(a, -0.5)
     np.testing.assert_array_equal(a.grad, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda a: clip_grad_norm_(a, "a"), TypeError,
+     "clip_grad_norm_: max_norm must be a real number, got str 'a'"),
+    (lambda a: clip_grad_norm_(a, None), TypeError,
+     "clip_grad_norm_: max_norm must be a real number, got NoneType None"),
+    (lambda a: clip_grad_norm_(a, True), TypeError,
+     "clip_grad_norm_: max_norm must be a real number, got bool True"),
+    (lambda a: clip_grad_norm_(a, float("nan")), ValueError,
+     "clip_grad_norm_: invalid max_norm: nan"),
+    (lambda a: clip_grad_value_(a, "a"), TypeError,
+     "clip_grad_value_: clip_value must be a real number, got str 'a'"),
+    (lambda a: clip_grad_value_(a, [1.0]), TypeError,
+     r"clip_grad_value_: clip_value must be a real number, got list \[1.0\]"),
+    (lambda a: clip_grads_with_norm_(a, "a", 1.0), TypeError,
+     "clip_grads_with_norm_: max_norm must be a real number, got str 'a'"),
+    (lambda a: clip_grads_with_norm_(a, 1.0, None), TypeError,
+     "clip_grads_with_norm_: total_norm must be a real number, got NoneType None"),
+    (lambda a: clip_grads_with_norm_(a, 1.0, -2.0), ValueError,
+     "clip_grads_with_norm_: invalid total_norm: -2.0"),
+    (lambda a: clip_grads_with_norm_(a, 1.0, float("-inf")), ValueError,
+     "clip_grads_with_norm_: invalid total_norm: -inf"),
+    (lambda a: clip_grads_with_norm_(a, 1.0, tr.tensor(np.array(-2.0))), ValueError,
+     "clip_grads_with_norm_: invalid total_norm: -2.0"),
+    (lambda a: clip_grads_with_norm_(a, 1.0, np.array([2.0, 4.0])), ValueError,
+     r"clip_grads_with_norm_: total_norm must be a single number \(0-d\), got an array of "
+     r"shape \(2,\)"),
+])
+def test_bad_arguments_name_the_function_and_argument_and_leave_grads(
+        call: Any, error: type, message: str) -> None:
+    """Used to be: 'could not convert string to float', a float() TypeError, and, for a
+    negative total_norm, every gradient silently flipped."""
+    a = tr.tensor(np.zeros(2), requires_grad=True)
+    a.grad = np.array([3.0, 4.0])
+    with pytest.raises(error, match="^" + message):
+        call([a])
+    np.testing.assert_array_equal(a.grad, [3.0, 4.0])
+
+
+@pytest.mark.parametrize("total_norm,expected", [
+    (float("nan"), [np.nan, np.nan]), (float("inf"), [0.0, 0.0]),
+    (np.array(float("nan")), [np.nan, np.nan])])
+def test_clip_grads_with_a_non_finite_total_norm_scales_as_clip_grad_norm_does(
+        total_norm: Any, expected: list) -> None:
+    """NaN and inf norms are accepted (as clip_grad_norm_ with error_if_nonfinite=False,
+    its default): NaN makes every gradient NaN, inf makes them 0."""
+    a = tr.tensor(np.zeros(2), requires_grad=True)
+    a.grad = np.array([3.0, 4.0])
+    clip_grads_with_norm_([a], 1.0, total_norm)
+    np.testing.assert_array_equal(a.grad, expected)
+    b = tr.tensor(np.zeros(2), requires_grad=True)
+    b.grad = np.array([3.0, np.nan if np.isnan(total_norm) else np.inf])
+    clip_grad_norm_([b], 1.0)
+    expected_b = [np.nan, np.nan] if np.isnan(total_norm) else [0.0, np.nan]
+    np.testing.assert_array_equal(b.grad, expected_b)
+
+
+@pytest.mark.parametrize("where,call", [
+    ("clip_grad_norm_", lambda ps: clip_grad_norm_(ps, 1.0)),
+    ("clip_grad_value_", lambda ps: clip_grad_value_(ps, 1.0)),
+    ("grad_norm", lambda ps: grad_norm(ps)),
+    ("clip_grads_with_norm_", lambda ps: clip_grads_with_norm_(ps, 1.0, 5.0))],
+    ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("grad,type_name", [
+    (lambda: tr.tensor(np.full(2, 10.0)), "tinygrad_rnn.tensor.Tensor"),
+    (lambda: [10.0, 10.0], "builtins.list"),
+], ids=["Tensor", "list"])
+def test_a_gradient_that_is_not_a_raw_array_raises_naming_its_type(
+        where: str, call: Any, grad: Any, type_name: str) -> None:
+    """A Tensor in p.grad used to give 'return arrays must be of ArrayType', a list an
+    AttributeError; now a TypeError names the function, the parameter and the type."""
+    ok = tr.tensor(np.zeros(2), requires_grad=True)
+    ok.grad = np.full(2, 10.0)
+    bad = tr.tensor(np.zeros(2), requires_grad=True)
+    bad.grad = grad()
+    with pytest.raises(TypeError, match=(
+            rf"^{where}: parameter 1 \(shape \(2,\), dtype float64\) has a gradient of "
+            rf"type {re.escape(type_name)}; p\.grad must be a raw backend array")):
+        call([ok, bad])
+    np.testing.assert_array_equal(ok.grad, [10.0, 10.0])          # nothing was clipped
+
+
+def test_get_total_norm_refuses_items_that_are_not_arrays() -> None:
+    with pytest.raises(TypeError, match="get_total_norm: item 1 is a list"):
+        get_total_norm([np.ones(2), [1.0, 2.0]])
 
 
 @given(params=params_with_grads(), clip_value=st.floats(0.0, 12.0))

@@ -244,3 +244,56 @@ def test_argument_checks() -> None:
     with pytest.raises(ValueError, match="T_max: 0"):
         CosineAnnealingLR(make_optimizer(), T_max=0)
     assert issubclass(CosineAnnealingLR, LRScheduler)
+
+
+BAD_ARGUMENTS = [
+    # (make the scheduler, error type, message naming the class, argument and value)
+    (lambda o: StepLR(o, "a"), TypeError, "StepLR: step_size must be an int, got str 'a'"),
+    (lambda o: StepLR(o, float("inf")), TypeError,
+     "StepLR: step_size must be an int, got float inf"),
+    (lambda o: StepLR(o, 2.0), TypeError, "StepLR: step_size must be an int, got float 2.0"),
+    (lambda o: StepLR(o, True), TypeError, "StepLR: step_size must be an int, got bool True"),
+    (lambda o: StepLR(o, None), TypeError, "StepLR: step_size must be an int, got NoneType"),
+    (lambda o: StepLR(o, -3), ValueError, r"StepLR: invalid step_size: -3 \(must be >= 1\)"),
+    (lambda o: StepLR(o, 2, gamma="a"), TypeError,
+     "StepLR: gamma must be a real number, got str 'a'"),
+    (lambda o: StepLR(o, 2, gamma=-0.5), ValueError, "StepLR: invalid gamma: -0.5"),
+    (lambda o: ExponentialLR(o, float("nan")), ValueError, "ExponentialLR: invalid gamma: nan"),
+    (lambda o: ExponentialLR(o, None), TypeError,
+     "ExponentialLR: gamma must be a real number, got NoneType"),
+    (lambda o: CosineAnnealingLR(o, "a"), TypeError,
+     "CosineAnnealingLR: T_max must be an int, got str 'a'"),
+    (lambda o: CosineAnnealingLR(o, None), TypeError,
+     "CosineAnnealingLR: T_max must be an int, got NoneType None"),
+    (lambda o: CosineAnnealingLR(o, 2.5), TypeError,
+     "CosineAnnealingLR: T_max must be an int, got float 2.5"),
+    (lambda o: CosineAnnealingLR(o, 5, eta_min=-0.1), ValueError,
+     "CosineAnnealingLR: invalid eta_min: -0.1"),
+    (lambda o: CosineAnnealingLR(o, 5, eta_min=float("inf")), ValueError,
+     "CosineAnnealingLR: invalid eta_min: inf"),
+    (lambda o: ExponentialLR(o, 0.5, last_epoch=-2), ValueError,
+     "ExponentialLR: invalid last_epoch: -2"),
+    (lambda o: ExponentialLR(o, 0.5, last_epoch=1.0), TypeError,
+     "ExponentialLR: last_epoch must be an int, got float"),
+]
+
+
+@pytest.mark.parametrize("make,error,message", BAD_ARGUMENTS)
+def test_bad_arguments_raise_errors_naming_them_and_change_nothing(
+        make: Callable, error: type, message: str) -> None:
+    opt = make_optimizer()
+    with pytest.raises(error, match="^" + message):
+        make(opt)
+    assert [g["lr"] for g in opt.param_groups] == list(BASE_LRS)
+    assert all("initial_lr" not in g for g in opt.param_groups)
+
+
+def test_numpy_integers_are_accepted_as_counts() -> None:
+    opt = make_optimizer()
+    sched = StepLR(opt, np.int64(2), gamma=np.float32(0.5))
+    assert sched.step_size == 2
+    for _ in range(2):
+        opt.step()
+        sched.step()
+    assert sched.get_last_lr() == pytest.approx([lr * 0.5 for lr in BASE_LRS])
+    assert CosineAnnealingLR(make_optimizer(), np.int32(4)).T_max == 4

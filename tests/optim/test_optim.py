@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -482,6 +483,37 @@ def test_gradient_shape_or_dtype_mismatch_raises() -> None:
         opt.step()
 
 
+@pytest.mark.parametrize("name", sorted(CLASSES))
+@pytest.mark.parametrize("make_grad,type_name", [
+    (lambda: tr.tensor(np.ones(3)), "tinygrad_rnn.tensor.Tensor"),
+    (lambda: [1.0, 1.0, 1.0], "builtins.list"),
+    (lambda: np.float64(1.0), "numpy.float64"),
+    (lambda: np.ma.array(np.ones(3)), "numpy.ma.MaskedArray"),
+], ids=["Tensor", "list", "numpy-scalar", "masked-array"])
+def test_a_gradient_that_is_not_a_raw_array_raises_naming_its_type(
+        name: str, make_grad: Callable, type_name: str) -> None:
+    """A Tensor assigned to p.grad (a torch habit) used to give an error listing two
+    identical shapes and dtypes; a list gave an AttributeError."""
+    first = tr.tensor(np.zeros(2), requires_grad=True)     # a good gradient, listed first
+    w = tr.tensor(np.zeros(3), requires_grad=True)
+    opt = CLASSES[name]([{"params": [first]}, {"params": [w]}], lr=0.1)
+    states_before = [{k: np.copy(v) for k, v in opt.state[q].items()} for q in (first, w)]
+    first.grad = np.ones(2)
+    w.grad = make_grad()
+    with pytest.raises(TypeError, match=(
+            rf"^{name}\.step: parameter 0 of param group 1, of shape \(3,\), dtype float64 "
+            rf"on cpu, has a gradient of type {re.escape(type_name)}; p\.grad must be a raw "
+            rf"backend array")):
+        opt.step()
+    # checked before anything moved: neither parameter nor any state changed
+    np.testing.assert_array_equal(first.data, np.zeros(2))
+    np.testing.assert_array_equal(w.data, np.zeros(3))
+    for q, before in zip((first, w), states_before):
+        assert set(opt.state[q]) == set(before)
+        for k, v in opt.state[q].items():
+            np.testing.assert_array_equal(v, before[k])
+
+
 def test_adamw_is_adam_with_decoupled_weight_decay() -> None:
     init, grads = make_problem(8)
     kwargs = dict(lr=0.01, weight_decay=0.2, amsgrad=True)
@@ -708,6 +740,68 @@ def test_load_state_dict_checks_groups() -> None:
         SGD([a], lr=0.1).load_state_dict(sd)
     with pytest.raises(ValueError, match="parameter groups"):
         SGD([{"params": [a]}, {"params": [b]}], lr=0.1).load_state_dict(sd)
+
+
+STATEFUL = [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(amsgrad=True)),
+            ("AdamW", {}), ("RMSprop", dict(momentum=0.5, centered=True)), ("Adagrad", {})]
+
+
+@pytest.mark.parametrize("name,kwargs", STATEFUL, ids=[n for n, _ in STATEFUL])
+def test_load_state_dict_refuses_state_for_parameters_in_another_order(name: str,
+                                                                       kwargs: dict) -> None:
+    """A state dict made for (a, b) loaded into an optimizer over (b, a) (same count, other
+    shapes) used to load, and step() then failed with a bare NumPy broadcast error. Now the
+    load raises, naming the parameter, both shapes and the entry, and changes nothing."""
+    a = tr.tensor(np.ones((3, 4)), requires_grad=True)
+    b = tr.tensor(np.ones(4), requires_grad=True)
+    opt = CLASSES[name]([a, b], **kwargs)
+    a.grad, b.grad = np.ones((3, 4)), np.ones(4)
+    opt.step()
+    sd = opt.state_dict()
+    sd["param_groups"][0]["lr"] = 0.123
+
+    a2 = tr.tensor(np.ones((3, 4)), requires_grad=True)
+    b2 = tr.tensor(np.ones(4), requires_grad=True)
+    opt2 = CLASSES[name]([b2, a2], **kwargs)
+    b2.grad, a2.grad = np.full(4, 2.0), np.full((3, 4), 2.0)
+    opt2.step()                                       # opt2 has a state of its own
+    groups_before = copy.deepcopy([{k: v for k, v in g.items() if k != "params"}
+                                   for g in opt2.param_groups])
+    state_before = {id(p): {k: np.copy(v) for k, v in opt2.state[p].items()}
+                    for p in (a2, b2)}
+    with pytest.raises(ValueError, match=(
+            rf"^{name}\.load_state_dict: parameter 0 has shape \(4,\) but its state entry "
+            rf"'\w+' has shape \(3, 4\)")):
+        opt2.load_state_dict(sd)
+    assert [{k: v for k, v in g.items() if k != "params"}
+            for g in opt2.param_groups] == groups_before
+    assert opt2.param_groups[0]["params"][0] is b2
+    for p in (a2, b2):
+        assert set(opt2.state[p]) == set(state_before[id(p)])
+        for k, v in opt2.state[p].items():
+            np.testing.assert_array_equal(v, state_before[id(p)][k])
+
+
+@pytest.mark.parametrize("shape,saved_shape", [((4,), (1, 4)), ((), (1,)), ((2, 3), (3,))])
+def test_load_state_dict_refuses_broadcastable_state_shapes(shape: tuple,
+                                                            saved_shape: tuple) -> None:
+    """Shapes that broadcast against the parameter are refused too (they would have failed
+    inside step() or silently changed the state's shape)."""
+    p = tr.tensor(np.ones(shape), requires_grad=True)
+    opt = Adam([p], lr=0.1)
+    sd = {"state": {0: {"step": np.float32(3), "exp_avg": np.full(saved_shape, 0.5),
+                        "exp_avg_sq": np.full(saved_shape, 0.25)}},
+          "param_groups": opt.state_dict()["param_groups"]}
+    with pytest.raises(ValueError, match=(rf"parameter 0 has shape {re_shape(shape)} but its "
+                                          rf"state entry 'exp_avg' has shape "
+                                          rf"{re_shape(saved_shape)}")):
+        opt.load_state_dict(sd)
+    assert not opt.state[p]
+
+
+def re_shape(shape: tuple) -> str:
+    """A shape as a regular expression that matches its repr."""
+    return repr(shape).replace("(", r"\(").replace(")", r"\)")
 
 
 def test_load_state_dict_fills_and_checks_hyperparameters() -> None:

@@ -1,8 +1,9 @@
 """Gradient utilities: norms, clipping, and flattening parameters to one vector.
 
 Named and behaving as in ``torch.nn.utils``. Gradients are the raw backend arrays in
-``p.grad``; clipping scales them in place. Parameters whose ``.grad`` is ``None`` are
-skipped everywhere.
+``p.grad`` (anything else there, e.g. a Tensor assigned by hand, raises ``TypeError``);
+clipping scales them in place. Parameters whose ``.grad`` is ``None`` are skipped
+everywhere.
 
 Clipping by the global norm (Pascanu, Mikolov and Bengio, 2013) is the standard remedy for
 exploding gradients in recurrent networks::
@@ -19,6 +20,7 @@ networks", ICML 2013.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Iterable
 
 import numpy as np
@@ -40,8 +42,47 @@ def _as_param_list(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
     return list(parameters)
 
 
-def _grads_of(parameters: list[Tensor]) -> list[Any]:
-    return [p.grad for p in parameters if p.grad is not None]
+def _is_raw_array(value: Any) -> bool:
+    """True for a ``numpy.ndarray`` (not a subclass) or a device array (CuPy's, the
+    stand-in's): what ``p.grad`` holds."""
+    return type(value) is np.ndarray or get_array_module(value) is not np
+
+
+def _grads_of(parameters: list[Tensor], where: str) -> list[Any]:
+    """The gradients of the parameters that have one; a TypeError (naming ``where``, the
+    parameter and the gradient's type) for a ``p.grad`` that is not a raw backend array,
+    e.g. a Tensor assigned by hand."""
+    grads = []
+    for k, p in enumerate(parameters):
+        if not isinstance(p, Tensor):
+            raise TypeError(f"{where}: parameters must be Tensors, but item {k} is a "
+                            f"{type(p).__name__}")
+        grad = p.grad
+        if grad is None:
+            continue
+        if not _is_raw_array(grad):
+            hint = ("assign its array, p.grad = g.data" if isinstance(grad, Tensor)
+                    else "convert it, e.g. p.grad = np.asarray(g, dtype=p.dtype)")
+            raise TypeError(
+                f"{where}: parameter {k} (shape {p.shape}, dtype {p.dtype}) has a gradient "
+                f"of type {type(grad).__module__}.{type(grad).__name__}; p.grad must be a raw "
+                f"backend array (a numpy.ndarray, or a CuPy array on the GPU), not a Tensor, "
+                f"list or scalar ({hint})"
+            )
+        grads.append(grad)
+    return grads
+
+
+def _real_number(where: str, name: str, value: Any) -> float:
+    """``value`` as a float when it is a real number (Python or NumPy, or a 0-d numeric
+    NumPy array); a TypeError naming ``where``, the argument and the value otherwise
+    (strings, None, bools, sequences)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return float(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a real number, got "
+                        f"{type(value).__name__} {value!r}")
+    return float(value)
 
 
 def _norm_order(norm_type: Any) -> float:
@@ -143,6 +184,10 @@ def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,
     if isinstance(tensors, Tensor) or hasattr(tensors, "shape"):
         tensors = [tensors]
     arrays = [t.data if isinstance(t, Tensor) else t for t in tensors]
+    for k, a in enumerate(arrays):
+        if not _is_raw_array(a):
+            raise TypeError(f"get_total_norm: item {k} is a {type(a).__name__}; expected "
+                            f"Tensors or raw backend arrays (numpy.ndarray, CuPy)")
     xp = _array_module_of(arrays, "get_total_norm")
     total = _checked_total_norm(arrays, norm_type, error_if_nonfinite, xp)
     return _norm_tensor(total, arrays)
@@ -177,7 +222,7 @@ def grad_norm(parameters: Tensor | Iterable[Tensor], norm_type: float | str = 2.
     gradient-norm tracking; parameters without a gradient are skipped; 0.0 when none has one.
     Being a Python float, it is read back from the device (one synchronisation on a GPU).
     """
-    grads = _grads_of(_as_param_list(parameters))
+    grads = _grads_of(_as_param_list(parameters), "grad_norm")
     xp = _array_module_of(grads, "grad_norm")
     return float(_total_norm_float64(grads, _norm_order(norm_type), xp))
 
@@ -187,32 +232,68 @@ def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float
     """Scale the gradients in place by ``min(1, max_norm / (total_norm + 1e-6))``.
 
     ``total_norm`` is a number, or a 0-d Tensor or array on the gradients' device (from
-    :func:`get_total_norm`; it is not read back to the host). As in torch, a NaN
-    ``total_norm`` makes every gradient NaN and an infinite one makes them 0 (NaN where they
-    were infinite); use ``error_if_nonfinite=True`` upstream to catch that.
+    :func:`get_total_norm`; it is not read back to the host). A negative ``total_norm``
+    raises ``ValueError`` (a norm is never negative; scaling by it would flip every
+    gradient), checked where it is free: for a number or a host array. A device
+    ``total_norm`` is not read back, so its sign is not checked there (:func:`get_total_norm`
+    never returns a negative one).
+
+    A NaN or infinite ``total_norm`` is accepted, with the semantics of
+    :func:`clip_grad_norm_` under its default ``error_if_nonfinite=False`` (as torch): NaN
+    makes every gradient NaN and inf makes them 0 (NaN where they were infinite). To refuse
+    a non-finite norm instead, compute it with ``get_total_norm(...,
+    error_if_nonfinite=True)``, which raises before anything is scaled.
+
+    Raises
+    ------
+    TypeError
+        ``max_norm`` or ``total_norm`` is not a real number (or a 0-d numeric array/Tensor),
+        or a ``p.grad`` is not a raw backend array.
+    ValueError
+        ``max_norm`` is negative or NaN, ``total_norm`` is negative or not 0-d.
+    RuntimeError
+        ``total_norm`` or the gradients are on different devices.
     """
-    max_norm = _checked_max_norm(max_norm)
-    grads = _grads_of(_as_param_list(parameters))
+    where = "clip_grads_with_norm_"
+    max_norm = _checked_max_norm(max_norm, where)
+    grads = _grads_of(_as_param_list(parameters), where)
+    norm = total_norm.data if isinstance(total_norm, Tensor) else total_norm
+    if _is_raw_array(norm):
+        if norm.shape != () or norm.dtype.kind not in "iuf":
+            raise ValueError(f"{where}: total_norm must be a single number (0-d), got an "
+                             f"array of shape {norm.shape} and dtype {norm.dtype}")
+        if get_array_module(norm) is np:                       # on the host: free to read
+            _check_total_norm_sign(float(norm), where)
+    else:
+        norm = _real_number(where, "total_norm", norm)
+        _check_total_norm_sign(norm, where)
     if not grads:
         return
-    xp = _array_module_of(grads, "clip_grads_with_norm_")
-    norm = total_norm.data if isinstance(total_norm, Tensor) else total_norm
-    if hasattr(norm, "dtype") and not isinstance(norm, np.generic):
+    xp = _array_module_of(grads, where)
+    if _is_raw_array(norm):
         if device_of(norm) != device_of(grads[0]):
             raise RuntimeError(
-                f"clip_grads_with_norm_: total_norm is on {device_of(norm)} but the "
+                f"{where}: total_norm is on {device_of(norm)} but the "
                 f"gradients are on {device_of(grads[0])}"
             )
         total = norm.astype(np.float64)
     else:
-        total = xp.asarray(float(norm), dtype=np.float64)    # a host number
+        total = xp.asarray(norm, dtype=np.float64)             # a host number
     _scale_grads(grads, max_norm, total, xp)
 
 
-def _checked_max_norm(max_norm: Any) -> float:
-    max_norm = float(max_norm)
+def _check_total_norm_sign(total_norm: float, where: str) -> None:
+    """ValueError for a negative ``total_norm`` (NaN passes: see clip_grads_with_norm_)."""
+    if total_norm < 0:
+        raise ValueError(f"{where}: invalid total_norm: {total_norm} (a norm is >= 0; a "
+                         f"negative one would flip the sign of every gradient)")
+
+
+def _checked_max_norm(max_norm: Any, where: str) -> float:
+    """``max_norm`` as a float; TypeError unless a real number, ValueError unless >= 0."""
+    max_norm = _real_number(where, "max_norm", max_norm)
     if not max_norm >= 0:
-        raise ValueError(f"Invalid max_norm: {max_norm} (must be >= 0)")
+        raise ValueError(f"{where}: invalid max_norm: {max_norm} (must be >= 0)")
     return max_norm
 
 
@@ -275,10 +356,10 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     are multiplied by exactly 1. Only ``error_if_nonfinite=True`` reads the norm back.
 
     Unlike torch, a negative or NaN ``max_norm`` raises ``ValueError`` (torch would flip or
-    NaN the gradients).
+    NaN the gradients), and one that is not a real number (a string, None) ``TypeError``.
     """
-    grads = _grads_of(_as_param_list(parameters))
-    max_norm = _checked_max_norm(max_norm)
+    grads = _grads_of(_as_param_list(parameters), "clip_grad_norm_")
+    max_norm = _checked_max_norm(max_norm, "clip_grad_norm_")
     xp = _array_module_of(grads, "clip_grad_norm_")
     total = _checked_total_norm(grads, norm_type, error_if_nonfinite, xp)
     _scale_grads(grads, max_norm, total, xp)      # the float64 norm, not the rounded one
@@ -290,12 +371,13 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
     """Clip every gradient entry into ``[-clip_value, clip_value]``, in place.
 
     Unlike norm clipping this changes the gradient's direction. Unlike torch, a negative or
-    NaN ``clip_value`` raises ``ValueError`` (torch would set every entry to it).
+    NaN ``clip_value`` raises ``ValueError`` (torch would set every entry to it), and one
+    that is not a real number (a string, None) ``TypeError``.
     """
-    clip_value = float(clip_value)
+    clip_value = _real_number("clip_grad_value_", "clip_value", clip_value)
     if not clip_value >= 0:
-        raise ValueError(f"Invalid clip_value: {clip_value} (must be >= 0)")
-    for g in _grads_of(_as_param_list(parameters)):
+        raise ValueError(f"clip_grad_value_: invalid clip_value: {clip_value} (must be >= 0)")
+    for g in _grads_of(_as_param_list(parameters), "clip_grad_value_"):
         xp = get_array_module(g)
         xp.clip(g, -clip_value, clip_value, out=g)
 

@@ -20,12 +20,35 @@ has the closed form, used by the deprecated ``step(epoch)``.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from typing import Any
+
+import numpy as np
 
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "ExponentialLR", "CosineAnnealingLR"]
+
+
+def _check_int(where: str, name: str, value: Any, minimum: int) -> None:
+    """TypeError unless ``value`` is an int (Python or NumPy; not a bool, not a float),
+    ValueError when it is below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__} "
+                        f"{value!r}")
+    if value < minimum:
+        raise ValueError(f"{where}: invalid {name}: {value} (must be >= {minimum})")
+
+
+def _check_factor(where: str, name: str, value: Any) -> None:
+    """TypeError unless ``value`` is a real number (not a bool), ValueError unless it is
+    finite and >= 0 (a negative factor or floor would make the learning rate negative)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} "
+                        f"{value!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{where}: invalid {name}: {value} (must be finite and >= 0)")
 
 
 class LRScheduler:
@@ -39,6 +62,15 @@ class LRScheduler:
         Index of the last epoch: -1 (default) to start; a value >= 0 only to resume, and
         then every group must have an ``'initial_lr'`` entry (restored with the optimizer's
         state dict).
+
+    Raises
+    ------
+    TypeError
+        ``optimizer`` is not an :class:`Optimizer`; an argument has the wrong type (an int
+        argument given as a float, str or bool; a factor that is not a real number).
+    ValueError
+        An argument is out of range (``last_epoch < -1``, ``step_size`` or ``T_max < 1``,
+        a negative or non-finite ``gamma`` or ``eta_min``); the message names it.
 
     Attributes
     ----------
@@ -59,6 +91,7 @@ class LRScheduler:
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_int(type(self).__name__, "last_epoch", last_epoch, -1)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -171,17 +204,17 @@ class StepLR(LRScheduler):
     ----------
     optimizer : Optimizer
     step_size : int
-        Period of the decay, in epochs (> 0).
+        Period of the decay, in epochs (>= 1; an int, not a float).
     gamma : float
-        Multiplicative factor (default 0.1).
+        Multiplicative factor (default 0.1; finite, >= 0).
     last_epoch : int
         See :class:`LRScheduler`.
     """
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
-        if int(step_size) != step_size or step_size <= 0:
-            raise ValueError(f"Invalid step_size: {step_size} (must be a positive integer)")
+        _check_int("StepLR", "step_size", step_size, 1)
+        _check_factor("StepLR", "gamma", gamma)
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -210,12 +243,13 @@ class ExponentialLR(LRScheduler):
     ----------
     optimizer : Optimizer
     gamma : float
-        Multiplicative factor per epoch.
+        Multiplicative factor per epoch (finite, >= 0).
     last_epoch : int
         See :class:`LRScheduler`.
     """
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        _check_factor("ExponentialLR", "gamma", gamma)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -253,9 +287,9 @@ class CosineAnnealingLR(LRScheduler):
     ----------
     optimizer : Optimizer
     T_max : int
-        Number of epochs of the half period (> 0).
+        Number of epochs of the half period (>= 1; an int, not a float).
     eta_min : float
-        Minimum learning rate (default 0).
+        Minimum learning rate (default 0; finite, >= 0).
     last_epoch : int
         See :class:`LRScheduler`.
 
@@ -267,8 +301,8 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
                  last_epoch: int = -1) -> None:
-        if not T_max > 0:
-            raise ValueError(f"Invalid T_max: {T_max} (must be > 0)")
+        _check_int("CosineAnnealingLR", "T_max", T_max, 1)
+        _check_factor("CosineAnnealingLR", "eta_min", eta_min)
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)

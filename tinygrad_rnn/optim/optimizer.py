@@ -205,18 +205,24 @@ class Optimizer:
                 else:
                     p.grad[...] = 0
 
-    def _params_with_grad(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Any]]:
+    def _params_with_grad(self, group: dict[str, Any],
+                          group_index: int) -> Iterator[tuple[Tensor, Any]]:
         """The ``(param, grad)`` pairs of a group whose grad is not None, after checking that
-        each gradient has its parameter's shape, dtype and device."""
-        for p in group["params"]:
+        each gradient is a raw backend array (TypeError otherwise) with its parameter's
+        shape, dtype and device (ValueError otherwise)."""
+        where = f"{type(self).__name__}.step"
+        for k, p in enumerate(group["params"]):
             grad = p.grad
             if grad is None:
                 continue
+            described = (f"parameter {k} of param group {group_index}, of shape {p.shape}, "
+                         f"dtype {p.dtype} on {p.device}")
+            if not _is_raw_array(grad):
+                raise TypeError(f"{where}: {described}, {_not_an_array_message(grad)}")
             if (tuple(grad.shape) != p.shape or grad.dtype != p.dtype
                     or type(grad) is not type(p.data)):
                 raise ValueError(
-                    f"{type(self).__name__}.step: parameter of shape {p.shape}, dtype "
-                    f"{p.dtype} on {p.device} has a gradient of shape {tuple(grad.shape)}, "
+                    f"{where}: {described} has a gradient of shape {tuple(grad.shape)}, "
                     f"dtype {grad.dtype} on {device_of(grad)}"
                 )
             yield p, grad
@@ -230,15 +236,26 @@ class Optimizer:
         closure : callable, optional
             Re-evaluates the model and returns the loss (run with gradients enabled, before
             the update); its return value is returned.
+
+        Raises
+        ------
+        TypeError
+            A ``p.grad`` that is not a raw backend array (a Tensor, list or scalar assigned
+            by hand), naming the parameter and the gradient's type.
+        ValueError
+            A gradient whose shape, dtype or device differs from its parameter's.
         """
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        # every gradient is checked before any parameter moves: a bad one changes nothing
+        checked = [list(self._params_with_grad(group, i))
+                   for i, group in enumerate(self.param_groups)]
         with no_grad():
-            for group in self.param_groups:
+            for group, pairs in zip(self.param_groups, checked):
                 hyper = {k: v for k, v in group.items() if k != "params"}
-                for p, grad in self._params_with_grad(group):
+                for p, grad in pairs:
                     state = self.state[p]
                     if state:
                         _follow_parameter(state, p)
@@ -298,8 +315,10 @@ class Optimizer:
         Raises
         ------
         ValueError
-            When the number of groups or of parameters in a group differs, or a loaded
-            hyperparameter is invalid.
+            When the number of groups or of parameters in a group differs, a state array's
+            shape differs from its parameter's (a state dict made for other parameters, or
+            for these in another order), or a loaded hyperparameter is invalid. Nothing is
+            changed then: the state and the groups are replaced only once all checks pass.
         """
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(saved_groups) != len(self.param_groups):
@@ -326,6 +345,7 @@ class Optimizer:
             if p is None:
                 state[key] = copy.deepcopy(value)
             else:
+                self._check_state_shapes(_as_index(key), value, p)
                 state[p] = {name: _cast_state_value(name, v, p) for name, v in value.items()}
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
@@ -336,6 +356,21 @@ class Optimizer:
             new_groups.append(saved)
         self.state = state
         self.param_groups = new_groups
+
+    def _check_state_shapes(self, index: int, entries: dict[str, Any], p: Tensor) -> None:
+        """Every state array of a parameter (momentum, moment estimates, ...) has the
+        parameter's shape; the step counter is a number. A mismatch means the state dict was
+        made for other parameters, or for the same ones in another order."""
+        for name, value in entries.items():
+            if name == "step" or not hasattr(value, "shape"):
+                continue
+            shape = tuple(value.shape)
+            if shape != p.shape:
+                raise ValueError(
+                    f"{type(self).__name__}.load_state_dict: parameter {index} has shape "
+                    f"{p.shape} but its state entry {name!r} has shape {shape}; the state "
+                    f"dict was made for other parameters, or for these in another order"
+                )
 
     # ---------------------------------------------------------------- display
     def __repr__(self) -> str:
@@ -367,6 +402,21 @@ def _check_unit_interval(what: str, value: Any) -> None:
         raise ValueError(f"Invalid {what}: {value!r} (expected a number)") from None
     if not ok:
         raise ValueError(f"Invalid {what}: {value} (must be in [0, 1))")
+
+
+def _is_raw_array(value: Any) -> bool:
+    """True for the arrays ``p.grad`` may hold: a ``numpy.ndarray`` (not a subclass) or a
+    device array (CuPy's, the stand-in's)."""
+    return type(value) is np.ndarray or get_array_module(value) is not np
+
+
+def _not_an_array_message(grad: Any) -> str:
+    """The end of the error for a ``p.grad`` that is not a raw backend array."""
+    hint = (" (assign its array, p.grad = g.data)" if isinstance(grad, Tensor)
+            else " (convert it, e.g. p.grad = np.asarray(g, dtype=p.dtype))")
+    return (f"has a gradient of type {type(grad).__module__}.{type(grad).__name__}; p.grad "
+            f"must be a raw backend array (a numpy.ndarray, or a CuPy array on the GPU), not "
+            f"a Tensor, list or scalar{hint}")
 
 
 def _as_index(key: Any) -> Any:
