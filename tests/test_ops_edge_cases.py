@@ -331,8 +331,28 @@ def test_transpose_axis_out_of_range_names_the_axis_given(axes: tuple, bad: int)
 
 def test_transpose_repeated_axis_names_the_axes_given() -> None:
     with pytest.raises(ValueError) as info:
-        tr.Tensor(np.zeros((2, 3))).transpose(1, -1)
+        tr.Tensor(np.zeros((2, 3))).permute(1, -1)
     assert_names(str(info.value), "transpose", (1, -1), (2, 3))
+
+
+def test_transpose_of_two_axes_swaps_them_as_torch() -> None:
+    """Two integers swap (torch's transpose), also on a 2-D tensor where NumPy would read
+    (0, 1) as the identity; a tuple or every axis is a permutation (NumPy's transpose)."""
+    x = leaf(np.arange(24.0).reshape(2, 3, 4))
+    assert x.transpose(0, 2).shape == (4, 3, 2) and x.transpose(-1, 0).shape == (4, 3, 2)
+    np.testing.assert_array_equal(x.transpose(0, 2).data, np.swapaxes(x.data, 0, 2))
+    np.testing.assert_array_equal(x.transpose(1, 1).data, x.data)   # an axis with itself
+    m = leaf(np.arange(6.0).reshape(2, 3))
+    for swapped in (m.transpose(0, 1), m.transpose(1, 0), m.swapaxes(0, 1), m.T):
+        np.testing.assert_array_equal(swapped.data, m.data.T)
+    assert x.transpose((0, 1, 2)).shape == (2, 3, 4) and x.transpose(2, 0, 1).shape == (4, 2, 3)
+    with pytest.raises(TypeError, match="transpose: axes must be integers"):
+        x.transpose(0, 1.0)
+    tr.gradcheck(lambda x: x.transpose(0, 2), [x], mode="full")
+    torch = pytest.importorskip("torch")
+    t = torch.arange(24.0).reshape(2, 3, 4)
+    for dims in [(0, 2), (1, 2), (-1, 0), (1, 1)]:
+        np.testing.assert_array_equal(x.transpose(*dims).data, t.transpose(*dims).numpy())
 
 
 def test_transpose_negative_axes_and_zero_d() -> None:

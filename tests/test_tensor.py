@@ -433,3 +433,21 @@ def test_repr_is_readable() -> None:
     y = leaf(np.ones((2, 2))) * 2.0
     assert "grad_fn=Mul" in repr(y) and "[[2., 2.]," in repr(y)
     assert "dtype=float32" in repr(tr.Tensor([0.5]))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_full_reductions_give_0d_arrays_not_numpy_scalars(reduce: str) -> None:
+    """NumPy's full reductions return NumPy scalars; a tensor always holds an array, so
+    .numpy() is an ndarray (tr.save, np.shares_memory and friends expect one) and in-place
+    ops work on the 0-d result."""
+    x = leaf([1.0, -2.0, 4.0])
+    y = getattr(x, reduce)()
+    assert type(y.data) is np.ndarray and y.shape == ()
+    assert type(y.numpy()) is np.ndarray and y.numpy().shape == ()
+    y.backward()
+    assert type(x.grad) is np.ndarray
+    with tr.no_grad():
+        z = getattr(x.detach(), reduce)()
+        before = z.item()
+        z.add_(1.0)
+    assert z.item() == before + 1.0

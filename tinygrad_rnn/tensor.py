@@ -118,8 +118,13 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, array: Any) -> "Tensor":
-        """A tensor around an existing array, without copying (for ops and kernels)."""
+        """A tensor around an existing array, without copying (for ops and kernels). A NumPy
+        scalar (what NumPy's full reductions return) becomes a 0-d array, so every tensor's
+        data is an array: ``.numpy()`` returns an ndarray and in-place ops work on 0-d
+        tensors too."""
         t = cls.__new__(cls)
+        if isinstance(array, np.generic):
+            array = np.asarray(array)
         t._data = array
         t.grad = None
         t._ctx = None
@@ -591,18 +596,44 @@ class Tensor:
         return self.reshape(-1)
 
     def transpose(self, *axes: Any) -> "Tensor":
+        """Reorder axes; the three spellings of torch and NumPy all mean what they mean there:
+
+        * ``t.transpose(dim0, dim1)``, two integers: swap those two axes (torch's
+          ``transpose``; on a 2-D tensor also NumPy's ``transpose(1, 0)``);
+        * ``t.transpose((2, 0, 1))`` or ``t.transpose(2, 0, 1)`` with every axis: the
+          permutation (NumPy's ``transpose``, torch's ``permute``), output axis i is
+          input axis ``axes[i]``;
+        * ``t.transpose()``: all axes reversed (``t.T``).
+
+        Two integers always swap, also on a 2-D tensor, where NumPy would read
+        ``transpose(0, 1)`` as the identity permutation and torch swaps: the torch
+        meaning wins, since a silent no-op would hide the bug."""
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
+            return Transpose.apply(self, axes=tuple(axes[0]))
+        if len(axes) == 2:
+            return self._swap("transpose", *axes)
         return Transpose.apply(self, axes=tuple(axes) if axes else None)
 
-    permute = transpose
+    def permute(self, *axes: Any) -> "Tensor":
+        """The permutation ``axes`` (every axis once): ``t.permute(2, 0, 1)`` or
+        ``t.permute((2, 0, 1))``, as torch's ``permute`` and NumPy's ``transpose``."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return Transpose.apply(self, axes=tuple(axes))
 
     def swapaxes(self, a: int, b: int) -> "Tensor":
-        a = _check_axis("swapaxes", a, self.ndim, self.shape)
-        b = _check_axis("swapaxes", b, self.ndim, self.shape)
+        """Swap axes ``a`` and ``b`` (NumPy's ``swapaxes``, torch's ``transpose(a, b)``)."""
+        return self._swap("swapaxes", a, b)
+
+    def _swap(self, op: str, a: Any, b: Any) -> "Tensor":
+        for axis in (a, b):
+            if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+                raise TypeError(f"{op}: axes must be integers, got {a!r} and {b!r}")
+        a = _check_axis(op, a, self.ndim, self.shape)
+        b = _check_axis(op, b, self.ndim, self.shape)
         axes = list(range(self.ndim))
         axes[a], axes[b] = axes[b], axes[a]
-        return self.transpose(tuple(axes))
+        return Transpose.apply(self, axes=tuple(axes))
 
     def unsqueeze(self, axis: int) -> "Tensor":
         axis = _check_axis("unsqueeze", axis, self.ndim + 1, self.shape)
