@@ -348,3 +348,9 @@ def test_train_stream_refuses_a_bad_number_of_epochs(epochs: Any, error: type) -
     with pytest.raises(error, match="train_stream: epochs must be"):
         train_stream(model.step, x, stream_loss(target), opt, chunked(4), epochs=epochs,
                      progress=False)
+
+
+@pytest.mark.parametrize("tol", [-0.1, float("nan"), float("inf"), "0.1", True, None])
+def test_early_stopping_refuses_a_bad_tol(tol: Any) -> None:
+    with pytest.raises(ValueError, match="EarlyStopping: tol must be a finite number >= 0"):
+        EarlyStopping(2, tol)

@@ -39,7 +39,10 @@ class EarlyStopping:
     def __init__(self, patience: int = 3, tol: float = 0.0) -> None:
         if patience < 1:
             raise ValueError(f"EarlyStopping: patience must be >= 1, got {patience}")
-        self.patience, self.tol = patience, tol
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+                or not 0.0 <= float(tol) < float("inf"):
+            raise ValueError(f"EarlyStopping: tol must be a finite number >= 0, got {tol!r}")
+        self.patience, self.tol = patience, float(tol)
         self.best = float("inf")
         self.bad = 0
 

@@ -116,3 +116,17 @@ def test_task_sizes_accept_numpy_integers_and_empty_batches():
     assert x.shape == (2, 2) and x[0, 1] == task.delimiter
     assert adding_problem(0, np.int64(2))[0].shape == (0, 2, 2)
     assert recall_first(np.int64(0), 0)[0].shape == (0, 1)
+
+
+def test_id_streams_refuse_negative_and_overflowing_ids() -> None:
+    from tinygrad_rnn.data import lm_stream, pad_batch
+
+    with pytest.raises(ValueError, match=r"lm_stream: token ids must be in \[0, 2\*\*63\), got -3"):
+        lm_stream(np.array([4, 5, -3, 6, 7]), 2)
+    huge = np.array([4, 2**63 + 5], dtype=np.uint64)
+    with pytest.raises(ValueError, match="lm_stream: token ids must be in"):
+        lm_stream(np.concatenate([huge, huge]), 1)
+    with pytest.raises(ValueError, match="pad_batch: sequence 1 holds id 9223372036854775813"):
+        pad_batch([[4, 5], huge])
+    padded, _, _ = pad_batch([[4, -100], np.array([3], np.uint64)], pad_id=-100)
+    assert padded.tolist() == [[4, -100], [3, -100]]   # ignore_index targets still pad

@@ -394,3 +394,19 @@ def test_container_keys_match_torch():
         assert v.shape == tuple(tv.shape), k
     assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
     assert ours.num_parameters() == sum(p.numel() for p in theirs.parameters())
+
+
+def test_dtype_none_means_the_default_float32_in_every_model() -> None:
+    """dtype=None is the default dtype, as in torch (np.dtype(None) alone is float64)."""
+    models = [
+        nn.Linear(2, 3, dtype=None), nn.Embedding(5, 3, dtype=None),
+        nn.RNNCell(2, 3, dtype=None), nn.GRUCell(2, 3, dtype=None),
+        nn.LSTMCell(2, 3, dtype=None), nn.LSTM(2, 3, dtype=None),
+        nn.GRU(2, 3, num_layers=2, bidirectional=True, dtype=None),
+        nn.Attention("additive", 4, 4, dtype=None), nn.MultiheadAttention(4, 2, dtype=None),
+        nn.Seq2Seq(9, 6, emb=4, hidden=5, dtype=None),
+        nn.SequenceClassifier(10, 4, 5, num_classes=3, dtype=None),
+        tr.lm.RNNLM(10, 4, 5, dtype=None), tr.lm.FeedForwardLM(10, 2, 4, 5, dtype=None),
+    ]
+    for model in models:
+        assert {p.dtype for p in model.parameters()} == {np.dtype(np.float32)}, model

@@ -348,3 +348,20 @@ def test_attention_step_matches_the_attention_module(score):
                                    key_padding_mask=memory.padding)
     np.testing.assert_allclose(context.numpy(), ref_c.numpy(), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(weights.numpy(), ref_w.numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("decoder, score", [("init", None), ("luong", None),
+                                            ("bahdanau", "dot"), ("luong", "bilinear")])
+def test_attn_hidden_without_an_additive_score_is_refused(decoder, score):
+    """attn_hidden sizes the additive score only; given with any other, it would be ignored."""
+    with pytest.raises(ValueError, match=f"attn_hidden .*decoder={decoder!r}"):
+        tr.nn.Seq2Seq(9, 6, emb=4, hidden=5, decoder=decoder, score=score, attn_hidden=7)
+
+
+@pytest.mark.parametrize("decoder, score", [("bahdanau", None), ("bahdanau", "additive"),
+                                            ("luong", "additive")])
+def test_attn_hidden_sizes_the_additive_score(decoder, score):
+    m = tr.nn.Seq2Seq(9, 6, emb=4, hidden=5, decoder=decoder, score=score, attn_hidden=7,
+                      generator=0)
+    sizes = {p.shape for _, p in m.attention.named_parameters()}
+    assert any(7 in shape for shape in sizes), sizes

@@ -365,6 +365,12 @@ def _as_id_stream(ids: Any, where: str) -> np.ndarray:
         raise ValueError(f"{where}: expected a 1-D stream of token ids, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"{where}: token ids must be integers, got dtype {arr.dtype}")
+    if arr.size:
+        # ids are >= 0 and fit int64 (a uint64 id above 2**63 - 1 would wrap to a negative)
+        bad = np.flatnonzero((arr < 0) | (arr > np.iinfo(np.int64).max))
+        if bad.size:
+            raise ValueError(f"{where}: token ids must be in [0, 2**63), got {arr[bad[0]]} at "
+                             f"position {bad[0]}")
     return arr.astype(np.int64, copy=False)
 
 
@@ -457,6 +463,9 @@ def pad_batch(sequences: Sequence[Any],
             raise ValueError(f"{where}: sequence {i} must be 1-D, got shape {arr.shape}")
         if arr.size and not np.issubdtype(arr.dtype, np.integer):
             raise TypeError(f"{where}: sequence {i} must hold integer ids, got {arr.dtype}")
+        if arr.size and arr.dtype == np.uint64 and arr.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"{where}: sequence {i} holds id {arr.max()}, which does not fit "
+                             f"the int64 batch (ids must be below 2**63)")
         arrays.append(arr)
     lengths = np.array([a.size for a in arrays], dtype=np.int64)        # (N,)
     width = int(lengths.max())

@@ -37,9 +37,11 @@ __all__ = [
 
 
 def _float_dtype(dtype: Any, layer: str) -> np.dtype:
-    """``dtype`` as a NumPy floating-point dtype; a TypeError naming ``layer`` otherwise."""
+    """``dtype`` as a NumPy floating-point dtype; a TypeError naming ``layer`` otherwise.
+    None means the default, ``DEFAULT_FLOAT`` (float32), as in torch (``np.dtype(None)``
+    alone would be float64)."""
     try:
-        dt = np.dtype(dtype)
+        dt = np.dtype(DEFAULT_FLOAT if dtype is None else dtype)
     except TypeError:
         raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dtype!r}") from None
     if not is_float_dtype(dt):

@@ -223,6 +223,13 @@ class Seq2Seq(Module):
         hidden = _size(hidden, "hidden", "Seq2Seq")
         if attn_hidden is not None:
             attn_hidden = _size(attn_hidden, "attn_hidden", "Seq2Seq")
+            used = decoder == "bahdanau" and score in (None, "additive") or (
+                decoder == "luong" and score == "additive")
+            if not used:
+                raise ValueError(
+                    f"Seq2Seq: attn_hidden is the hidden size of the additive score, which "
+                    f"decoder={decoder!r} with score={score!r} does not use; leave it None "
+                    f"or choose score='additive'")
         # an eos_id outside the target vocabulary is never emitted (decoding would always run
         # to max_len), a bos_id outside it fails at the first decoder step: refuse both here
         for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
