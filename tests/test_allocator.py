@@ -80,3 +80,15 @@ def test_not_glibc_leaves_malloc_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(allocator, "_status", allocator.status())
     monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
     assert allocator.keep_freed_memory({}) == "malloc left as it is (not glibc on Linux)"
+
+
+@pytest.mark.parametrize("value", ["off", "0", "false", "defualt"])
+def test_an_unknown_setting_is_an_error_not_ignored(value: str) -> None:
+    with pytest.raises(ValueError, match=f"TINYGRAD_RNN_MALLOC='{value}' is not a setting"):
+        allocator.keep_freed_memory({allocator.ENV_VAR: value})
+
+
+def test_keep_is_the_explicit_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(allocator, "_status", allocator.status())
+    said = allocator.keep_freed_memory({allocator.ENV_VAR: "keep"})
+    assert said.startswith("glibc malloc keeps") or "not glibc" in said

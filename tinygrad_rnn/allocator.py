@@ -27,7 +27,9 @@ the next allocations. Arrays of 32 MiB and more are still mapped and unmapped on
 ``import tinygrad_rnn`` calls it once, only where it can act and only when the user has not
 chosen: on Linux with glibc, when none of glibc's own ``MALLOC_MMAP_THRESHOLD_``,
 ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_`` environment variables is set, and unless
-``TINYGRAD_RNN_MALLOC=default`` asks to leave ``malloc`` as it is. The settings apply to the
+``TINYGRAD_RNN_MALLOC=default`` asks to leave ``malloc`` as it is (``keep``, or leaving the
+variable unset, keeps freed memory; any other value is a ValueError at import, so a typo such
+as ``off`` cannot leave the setting on unnoticed). The settings apply to the
 whole process (NumPy's arrays and everything else); :func:`status` says what was done.
 """
 from __future__ import annotations
@@ -72,9 +74,14 @@ def keep_freed_memory(environ: dict | None = None) -> str:
     ``environ`` defaults to ``os.environ`` (a parameter so tests can pass their own)."""
     global _status
     env = os.environ if environ is None else environ
-    if env.get(ENV_VAR, "").strip().lower() == "default":
+    choice = env.get(ENV_VAR, "").strip().lower()
+    if choice == "default":
         _status = f"glibc malloc left as it is ({ENV_VAR}=default)"
         return _status
+    if choice not in ("", "keep"):
+        # a typo such as 'off' must not leave the setting on while the user thinks it is off
+        raise ValueError(f"{ENV_VAR}={env[ENV_VAR]!r} is not a setting: use 'default' (leave "
+                         f"glibc malloc as it is) or 'keep' / unset (keep freed memory)")
     chosen = [name for name in GLIBC_ENV_VARS if name in env]
     if chosen:
         _status = f"glibc malloc left as it is (set by the environment: {', '.join(chosen)})"
