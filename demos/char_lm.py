@@ -1,5 +1,7 @@
 """Character-level language models on the CPython documentation text, from unigram counts to
-an LSTM, compared on one test split.
+an LSTM, compared on one test split. Prints a table of test perplexities and samples from the
+LSTM at two temperatures, and writes a figure of the recurrent models' train and validation
+perplexity.
 
 Run:  python demos/char_lm.py [--quick] [--out DIR] [--seed N] [--epochs E] [--max-chars N]
                               [--device {cpu,cuda,standin}]
@@ -29,6 +31,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Callable
 
 # Small GEMMs (batch 32, hidden <= 256): BLAS threads cost more in synchronisation than they
 # save. Set before NumPy loads; an explicit setting in the environment wins.
@@ -45,6 +48,10 @@ from tinygrad_rnn.lm import (  # noqa: E402
 )
 
 F = tr.functional
+# the smallest --max-chars: a few dozen characters is the hard limit (the 10% validation and
+# test splits need characters to score, the 80% training split one per TBPTT stream and
+# more); 1,000 keeps every split meaningful and still runs in seconds
+MIN_CHARS = 1000
 CELL_NAMES = {"rnn": "Elman", "gru": "GRU", "lstm": "LSTM"}
 
 
@@ -116,20 +123,63 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
     return (name, ppl, model.num_parameters(), elapsed), model, (val_x, train_ppl, val_ppl)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command-line options, with the sizes they imply (hidden, ffnn_steps, n_eval, ...)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="a slice of the corpus, under 3 min")
-    p.add_argument("--out", default=os.path.join("out", "char_lm"))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=None,
-                   help="passes over the training stream (default 4 quick, 6 full)")
-    p.add_argument("--max-chars", type=int, default=None,
-                   help="use only the first N characters of the corpus (default 300,000 "
-                        "quick, all full)")
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
+    (argparse prints the message and exits with status 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def out_folder(text: str) -> str:
+    """An argparse type for --out: a folder that exists or can be created (its nearest
+    existing ancestor is a folder we may write in)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    probe = os.path.abspath(text)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise argparse.ArgumentTypeError(
+            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the description is the first paragraph of this module's docstring."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="a slice of the corpus and smaller models, under 3 min")
+    p.add_argument("--out", type=out_folder, metavar="DIR",
+                   default=os.path.join("out", "char_lm"),
+                   help="folder for the figure, created if missing (default out/char_lm)")
+    p.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
+                   help="seed (>= 0) of the initial weights, the batches and the samples "
+                        "(default 0)")
+    p.add_argument("--epochs", type=whole_number(1), default=None, metavar="E",
+                   help="passes (>= 1) over the training stream (default 4 quick, 6 full)")
+    p.add_argument("--max-chars", type=whole_number(MIN_CHARS), default=None, metavar="N",
+                   help=f"use only the first N characters of the corpus (N >= {MIN_CHARS:,}; "
+                        "default 300,000 quick, all full)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the neural models run (default cpu); cuda needs CuPy and a GPU")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command-line options, with the sizes they imply (hidden, ffnn_steps, n_eval, ...)."""
+    args = build_parser().parse_args(argv)
     args.hidden = 128 if args.quick else 256
     if args.epochs is None:
         args.epochs = 4 if args.quick else 6
@@ -137,7 +187,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.lr = 5e-3
     args.val_every = 50 if args.quick else 200
     args.ffnn_steps = 2000 if args.quick else 6000
-    args.max_chars = args.max_chars or (300_000 if args.quick else None)
+    if args.max_chars is None and args.quick:
+        args.max_chars = 300_000
     # evaluation slices (characters of valid and test): the whole splits in the full run
     args.n_eval = 10_000 if args.quick else None
     return args
@@ -202,8 +253,9 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the options, check the device, run; exit status 2 for a device that cannot be
-    used (the library's message says what is missing)."""
+    """Parse the options, check the device, run; exit status 2 for a bad option (argparse's
+    message names it) or a device that cannot be used (the library's message says what is
+    missing)."""
     args = parse_args(argv)
     try:
         tr.backend.module_for_device(args.device)

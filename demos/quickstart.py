@@ -1,17 +1,19 @@
-"""Quick start: build a small network, backpropagate, and verify every gradient.
+"""Quick start: build a small network, backpropagate, and verify every gradient. Prints the
+loss, every gradient's shape and dtype, one explicit softmax Jacobian and the result of a
+float64 gradient check of the whole computation; the exit status is 1 if the check fails.
 
 Run:  python demos/quickstart.py [--seed N] [--device {cpu,cuda,standin}]
       (or: tinygrad-rnn demo quickstart)
 
-Prints the loss, the shape and dtype of each gradient, the explicit softmax Jacobian of one
-row, and the result of a float64 gradient check of the whole computation. With --device the
-tensors live on 'cuda' (a GPU through CuPy) or 'standin' (the test device) instead of the CPU;
-the inputs are drawn on the host, so the printed numbers are the same on every device.
+With --device the tensors live on 'cuda' (a GPU through CuPy) or 'standin' (the test device)
+instead of the CPU; the inputs are drawn on the host, so the printed numbers are the same on
+every device.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 import numpy as np
 
@@ -20,12 +22,36 @@ import tinygrad_rnn as tr
 F = tr.functional
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
+    (argparse prints the message and exits with status 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the description is the first paragraph of this module's docstring."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
+                   help="seed (>= 0) of the random inputs (default 0)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the tensors live (default cpu); cuda needs CuPy and a GPU")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options, check the device, run; exit status 2 for a bad option or a device
+    that cannot be used, 1 if the gradient check fails."""
+    args = build_parser().parse_args(argv)
     try:
         tr.backend.module_for_device(args.device)
     except RuntimeError as err:

@@ -1,4 +1,6 @@
-"""String reversal with noise tokens: an encoder-decoder with and without attention.
+"""String reversal with noise tokens: the same encoder-decoder trained with and without
+Bahdanau attention. Prints the held-out exact-match accuracy of both models by string length
+and writes figures of the accuracy against length, the learning curves and attention heatmaps.
 
 Run:  python demos/string_reversal.py [--quick] [--out DIR] [--seed N] [--steps N]
                                       [--device {cpu,cuda,standin}]
@@ -33,6 +35,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Callable
 
 # The GEMMs here are small ((64, 64) x (64, 192) per step): BLAS threads cost more in
 # synchronisation than they save, and on a busy machine they spin. Set before NumPy loads;
@@ -67,8 +70,10 @@ def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str) -
     """Adam with clipping; returns the loss of every update."""
     rng = np.random.default_rng(seed)
     opt = tr.optim.Adam(model.parameters(), lr=cfg["lr"])
-    # one decay step: the learning rate drops to 30% after 60% of the updates
-    sched = tr.optim.lr_scheduler.StepLR(opt, step_size=int(0.6 * cfg["steps"]), gamma=0.3)
+    # one decay step: the learning rate drops to 30% after 60% of the updates (after the
+    # first update in a run of one update, where the schedule cannot matter)
+    decay_after = max(1, int(0.6 * cfg["steps"]))
+    sched = tr.optim.lr_scheduler.StepLR(opt, step_size=decay_after, gamma=0.3)
     data = task.train
     batch = cfg["batch"]
 
@@ -106,17 +111,62 @@ def buckets(lo: int, hi: int, width: int = 2) -> list[tuple[int, int]]:
     return [(a, min(a + width - 1, hi)) for a in range(lo, hi + 1, width)]
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command-line options; ``args.cfg`` holds the sizes they imply (see CONFIGS)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller, faster run (< 3 min)")
-    parser.add_argument("--out", default=os.path.join("out", "string_reversal"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="override the number of updates per model (smoke tests)")
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
+    (argparse prints the message and exits with status 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def out_folder(text: str) -> str:
+    """An argparse type for --out: a folder that exists or can be created (its nearest
+    existing ancestor is a folder we may write in)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    probe = os.path.abspath(text)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise argparse.ArgumentTypeError(
+            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the description is the first paragraph of this module's docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller data and models, 600 updates per model (< 3 min)")
+    parser.add_argument("--out", type=out_folder, metavar="DIR",
+                        default=os.path.join("out", "string_reversal"),
+                        help="folder for the figures, created if missing (default "
+                             "out/string_reversal)")
+    parser.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
+                        help="seed (>= 0) of the data, the initial weights and the batches "
+                             "(default 0)")
+    parser.add_argument("--steps", type=whole_number(1), default=None, metavar="N",
+                        help="updates per model (>= 1; default 600 with --quick, 2500 "
+                             "without); a small number makes a fast smoke test")
     parser.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                         help="where the models run (default cpu); cuda needs CuPy and a GPU")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command-line options; ``args.cfg`` holds the sizes they imply (see CONFIGS)."""
+    args = build_parser().parse_args(argv)
     args.cfg = dict(CONFIGS["quick" if args.quick else "full"])
     if args.steps is not None:
         args.cfg["steps"] = args.steps
@@ -221,8 +271,9 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the options, check the device, run; exit status 2 for a device that cannot be
-    used (the library's message says what is missing)."""
+    """Parse the options, check the device, run; exit status 2 for a bad option (argparse's
+    message names it) or a device that cannot be used (the library's message says what is
+    missing)."""
     args = parse_args(argv)
     try:
         tr.backend.module_for_device(args.device)

@@ -1,4 +1,7 @@
 """The vanishing-gradient lab: watch gradients vanish and explode, and see why gates help.
+Measures ||dL/dh_t|| at initialisation for tanh RNNs of several spectral radii, a ReLU RNN, a
+GRU and an LSTM, then trains an LSTM and a tanh RNN on the adding problem; prints both tables
+and writes the figures.
 
 Run:  python demos/vanishing_gradients.py [--quick] [--out DIR] [--seed N]
                                             [--device {cpu,cuda,standin}]
@@ -27,6 +30,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Callable
 
 # The recurrent GEMMs here are small ((64, H) x (H, 4H) with H <= 64): BLAS threads cost more
 # in synchronisation than they save, and on a busy machine they spin. Set before NumPy loads;
@@ -168,15 +172,58 @@ def train_adding(kind: str, args: argparse.Namespace, seed: int) -> tuple[list, 
     return result.losses, result.val_losses, test, monitor.state_norms()
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command-line options, with the sizes they imply (T, hidden, steps, ...)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes, under 2 minutes")
-    p.add_argument("--out", default=os.path.join("out", "vanishing_gradients"))
-    p.add_argument("--seed", type=int, default=0)
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
+    (argparse prints the message and exits with status 2)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def out_folder(text: str) -> str:
+    """An argparse type for --out: a folder that exists or can be created (its nearest
+    existing ancestor is a folder we may write in)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    probe = os.path.abspath(text)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise argparse.ArgumentTypeError(
+            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: the description is the first paragraph of this module's docstring."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes (T=50, H=32, 800 updates), under 2 minutes")
+    p.add_argument("--out", type=out_folder, metavar="DIR",
+                   default=os.path.join("out", "vanishing_gradients"),
+                   help="folder for the figures, created if missing (default "
+                        "out/vanishing_gradients)")
+    p.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
+                   help="seed (>= 0) of the data and the initial weights (default 0)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the networks run (default cpu); cuda needs CuPy and a GPU")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command-line options, with the sizes they imply (T, hidden, steps, ...)."""
+    args = build_parser().parse_args(argv)
     args.T = 50 if args.quick else 100
     args.hidden = 32 if args.quick else 64
     args.steps = 800 if args.quick else 2000
@@ -233,8 +280,9 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the options, check the device, run; exit status 2 for a device that cannot be
-    used (the library's message says what is missing)."""
+    """Parse the options, check the device, run; exit status 2 for a bad option (argparse's
+    message names it) or a device that cannot be used (the library's message says what is
+    missing)."""
     args = parse_args(argv)
     try:
         tr.backend.module_for_device(args.device)

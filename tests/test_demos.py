@@ -1,6 +1,9 @@
 """The demos run end to end and reproduce what they claim (quick mode, fixed seed), and the
 training demos' --device flag: a tiny configuration gives the same numbers on the stand-in
-device as on the CPU, and a device that cannot be used is a clear error (exit status 2)."""
+device as on the CPU, and a device that cannot be used is a clear error (exit status 2).
+The command lines: a bad number or --out folder is argparse's usage error (exit status 2,
+nothing run), --steps 1 is a working smoke test, and --help shows a whole paragraph of
+description and help text for every option."""
 from __future__ import annotations
 
 import importlib.util
@@ -213,3 +216,86 @@ def test_cuda_without_cupy_exits_2_naming_cupy(name: str, tmp_path: Path) -> Non
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert f"{name}: error: device 'cuda' needs CuPy" in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+# ----------------------------------------------------------------------- command lines
+DEMOS = ["quickstart", "vanishing_gradients", "string_reversal", "char_lm"]
+
+# demo -> (options, what argparse's message must say): each must end the demo in parse
+# with exit status 2, before any work is done
+BAD_OPTIONS: list[tuple[str, list[str], str]] = [
+    ("string_reversal", ["--steps", "0"], "argument --steps: must be >= 1, got 0"),
+    ("string_reversal", ["--steps", "-5"], "argument --steps: must be >= 1, got -5"),
+    ("string_reversal", ["--steps", "1.5"],
+     "argument --steps: expected a whole number >= 1, got '1.5'"),
+    ("char_lm", ["--epochs", "0"], "argument --epochs: must be >= 1, got 0"),
+    ("char_lm", ["--max-chars", "0"], "argument --max-chars: must be >= 1000, got 0"),
+    ("char_lm", ["--max-chars", "999"], "argument --max-chars: must be >= 1000, got 999"),
+    *[(name, ["--seed", "-1"], "argument --seed: must be >= 0, got -1") for name in DEMOS],
+    *[(name, ["--seed", "x"], "argument --seed: expected a whole number >= 0, got 'x'")
+      for name in DEMOS],
+]
+
+
+@pytest.mark.parametrize("name,options,message", BAD_OPTIONS)
+def test_bad_numbers_are_usage_errors(name: str, options: list[str], message: str,
+                                      capsys: pytest.CaptureFixture) -> None:
+    demo = _load_demo(name)
+    with pytest.raises(SystemExit) as exc:
+        demo.main(options)
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert f"error: {message}" in err and "usage:" in err and out == ""
+
+
+@pytest.mark.parametrize("name", ["vanishing_gradients", "string_reversal", "char_lm"])
+def test_out_must_be_a_folder_we_can_create(name: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    demo = _load_demo(name)
+    for out in (blocker, blocker / "figures", ""):
+        with pytest.raises(SystemExit) as exc:
+            demo.main(["--out", str(out)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "error: argument --out:" in err
+        assert (f"{str(blocker)!r} exists and is not a folder" in err if out
+                else "empty path" in err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]
+    # a folder that does not exist yet is fine (run() creates it)
+    assert demo.parse_args(["--out", str(tmp_path / "new" / "dir")]).out == str(
+        tmp_path / "new" / "dir")
+
+
+def test_max_chars_is_used_as_given() -> None:
+    demo = _load_demo("char_lm")
+    assert demo.parse_args(["--quick", "--max-chars", "1000"]).max_chars == 1000
+    assert demo.parse_args(["--quick"]).max_chars == 300_000
+    assert demo.parse_args([]).max_chars is None          # the full run: the whole corpus
+
+
+def test_string_reversal_runs_with_one_step(tmp_path: Path) -> None:
+    """Regression: --steps 1 made the learning-rate schedule's step size 0 (a crash)."""
+    proc = _run("string_reversal.py", "--quick", "--steps", "1", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.search(r"^no attention\s+\(input\): 1 updates", proc.stdout, re.M)
+    assert re.search(r"^attention\s+\(bahdanau\): 1 updates", proc.stdout, re.M)
+    assert (tmp_path / "learning_curves.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_help_has_a_whole_description_and_help_for_every_option(
+        name: str, capsys: pytest.CaptureFixture) -> None:
+    demo = _load_demo(name)
+    with pytest.raises(SystemExit) as exc:
+        demo.main(["--help"])
+    assert exc.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    paragraph = " ".join(demo.__doc__.split("\n\n")[0].split())
+    assert paragraph.endswith(".") and len(paragraph.split()) >= 25, paragraph
+    assert paragraph in shown
+    for action in demo.build_parser()._actions:
+        assert action.help and len(action.help.split()) >= 3, action.option_strings
+    if name == "char_lm":   # regression: the description stopped at "from unigram counts to"
+        assert "from unigram counts to an LSTM, compared on one test split." in shown

@@ -8,6 +8,10 @@
   0600;
 * details: the bound curves take the colour of their model, non-positive norms are left out
   of log plots, marked attention tokens are red;
+* bad input (a batch of attention weights, token lists or marked positions that do not match
+  the weights, wrong shapes, mismatched lengths, non-finite coordinates, another extension)
+  is a clear error naming the function and the shapes, raised before any figure is drawn or
+  file written; a failed save closes its figure;
 * docs/figures/make_truncation_timeline.py writes its PNG and SVG, reproducibly; the committed
   PNG stays under 200 KB.
 """
@@ -184,3 +188,149 @@ def test_committed_truncation_timeline_is_small() -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size < 200_000
     assert (FIGURES / "truncation_timeline.svg").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# bad input: a ValueError (TypeError for the wrong kind of value) that names the function
+# and the shapes, raised before anything is drawn or written
+# --------------------------------------------------------------------------------------------
+def _attention(weights: Any, source: Any = "abcd", output: Any = "abc", **kw: Any) -> Any:
+    return viz.plot_attention(weights, list(source), list(output), **kw)
+
+
+BAD_INPUTS: list[tuple[str, Callable[[], Any], type, str]] = [
+    # plot_attention: a batch drawn as an RGB(A) image, mislabelled axes, wrapped indices
+    ("attention batch of 4", lambda: _attention(np.full((1, 3, 4), 0.25)), ValueError,
+     r"plot_attention: weights must be 2-D \(T_out, T_in\), got shape \(1, 3, 4\); for a "
+     r"batch .* weights\[i\]"),
+    ("attention batch of 3", lambda: _attention(np.full((1, 3, 3), 0.3), "abc"), ValueError,
+     r"plot_attention: .*shape \(1, 3, 3\).*weights\[i\]"),
+    ("attention 1-D", lambda: _attention(np.full(4, 0.25)), ValueError,
+     r"plot_attention: weights must be 2-D .*shape \(4,\)"),
+    ("attention token counts", lambda: _attention(np.eye(3), "abcd", "ab"), ValueError,
+     r"plot_attention: weights of shape \(3, 3\) need 3 source_tokens and 3 output_tokens "
+     r".*got 4 source_tokens and 2 output_tokens"),
+    ("attention output count", lambda: _attention(np.full((3, 4), 0.25), "abcd", "ab"),
+     ValueError, r"plot_attention: .*\(3, 4\).*got 4 source_tokens and 2 output_tokens"),
+    ("attention marked -1", lambda: _attention(np.full((3, 4), 0.25), marked=[-1]),
+     ValueError, r"plot_attention: marked position -1 is out of range for 4 source tokens "
+                 r"\(valid: 0 to 3\)"),
+    ("attention marked 5", lambda: _attention(np.full((3, 4), 0.25), marked=[1, 5]),
+     ValueError, r"plot_attention: marked position 5 is out of range for 4"),
+    ("attention marked float", lambda: _attention(np.full((3, 4), 0.25), marked=[1.0]),
+     ValueError, r"plot_attention: marked must hold integer positions .*1\.0 \(float\)"),
+    ("attention marked bool", lambda: _attention(np.full((3, 4), 0.25), marked=[True]),
+     ValueError, r"plot_attention: marked must hold integer positions .*True \(bool\)"),
+    ("attention above 1", lambda: _attention(np.full((3, 4), 2.0)), ValueError,
+     r"plot_attention: weights must lie in \[0, 1\].*from 2 to 2"),
+    ("attention NaN", lambda: _attention(np.array([[0.5, np.nan, 0.5, 0.0]] * 3)),
+     ValueError, r"plot_attention: weights must be finite, got nan at index \(0, 1\)"),
+    ("attention empty", lambda: _attention(np.zeros((0, 4)), "abcd", ""), ValueError,
+     r"plot_attention: weights is empty \(shape \(0, 4\)\)"),
+    ("attention text", lambda: _attention([["a", "b"]], "ab", "a"), ValueError,
+     r"plot_attention: weights must be an array of numbers"),
+    ("attention tokens not a sequence",
+     lambda: viz.plot_attention(np.full((1, 1), 1.0), 3, ["a"]), TypeError,
+     r"plot_attention: source_tokens must be a sequence, got int"),
+    # plot_state_grad_heatmap
+    ("heatmap 1-D", lambda: viz.plot_state_grad_heatmap(np.ones(6)), ValueError,
+     r"plot_state_grad_heatmap: norms must be 2-D \(training steps, time steps\), got shape "
+     r"\(6,\)"),
+    ("heatmap 3-D", lambda: viz.plot_state_grad_heatmap(np.ones((2, 3, 4))), ValueError,
+     r"plot_state_grad_heatmap: .*\(2, 3, 4\)"),
+    ("heatmap empty", lambda: viz.plot_state_grad_heatmap(np.ones((0, 4))), ValueError,
+     r"plot_state_grad_heatmap: norms is empty \(shape \(0, 4\)\)"),
+    ("heatmap ragged", lambda: viz.plot_state_grad_heatmap([[1.0, 2.0], [1.0]]), ValueError,
+     r"plot_state_grad_heatmap: norms must be an array of numbers"),
+    # plot_norms_vs_distance
+    ("norms 2-D", lambda: viz.plot_norms_vs_distance({"a": np.ones((2, 3))}), ValueError,
+     r"plot_norms_vs_distance: curves\['a'\] must be 1-D .*got shape \(2, 3\)"),
+    ("norms bound 2-D",
+     lambda: viz.plot_norms_vs_distance({"a": _norms(3)}, {"a": np.ones((3, 1))}),
+     ValueError, r"plot_norms_vs_distance: bounds\['a'\] must be 1-D .*\(3, 1\)"),
+    ("norms not a mapping", lambda: viz.plot_norms_vs_distance([_norms(3)]), TypeError,
+     r"plot_norms_vs_distance: curves must be a mapping .*got list"),
+    ("norms empty mapping", lambda: viz.plot_norms_vs_distance({}), ValueError,
+     r"plot_norms_vs_distance: curves is empty"),
+    # plot_spectral_sweep
+    ("sweep lengths", lambda: viz.plot_spectral_sweep([0.5, 1.0, 1.5], {"rate": [0.4, 0.9]}),
+     ValueError, r"plot_spectral_sweep: values\['rate'\] has 2 entries but radii has 3"),
+    ("sweep 2-D values",
+     lambda: viz.plot_spectral_sweep([0.5, 1.0], {"rate": [[0.4, 0.9]]}), ValueError,
+     r"plot_spectral_sweep: values\['rate'\] must be 1-D .*\(1, 2\)"),
+    ("sweep NaN radius", lambda: viz.plot_spectral_sweep([0.5, np.nan], {"r": [1.0, 2.0]}),
+     ValueError, r"plot_spectral_sweep: radii must be finite, got nan at index 1"),
+    ("sweep no radii", lambda: viz.plot_spectral_sweep([], {"r": []}), ValueError,
+     r"plot_spectral_sweep: radii is empty"),
+    # plot_learning_curves
+    ("curves x length", lambda: viz.plot_learning_curves({"a": [3, 2, 1]}, x={"a": [0, 10]}),
+     ValueError, r"plot_learning_curves: x\['a'\] has 2 entries but curves\['a'\] has 3"),
+    ("curves x label", lambda: viz.plot_learning_curves({"a": [3, 2, 1]}, x={"b": [0, 1, 2]}),
+     ValueError, r"plot_learning_curves: x has labels that are not in curves: \['b'\]"),
+    ("curves x inf",
+     lambda: viz.plot_learning_curves({"a": [3, 2, 1]}, x={"a": [0, 1, np.inf]}),
+     ValueError, r"plot_learning_curves: x\['a'\] must be finite, got inf at index 2"),
+    ("curves 2-D", lambda: viz.plot_learning_curves({"a": [[3, 2, 1]]}), ValueError,
+     r"plot_learning_curves: curves\['a'\] must be 1-D .*\(1, 3\)"),
+    ("curves hline NaN", lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=float("nan")),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got nan"),
+    ("curves hline text", lambda: viz.plot_learning_curves({"a": [3, 2]}, hline="0.5"),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got '0.5'"),
+    # a path with another extension, refused before drawing
+    ("attention pdf", lambda: PLOTS["attention"](path="fig.pdf"), ValueError,
+     r"plot_attention: use a .png or .svg path, got 'fig.pdf'"),
+    ("heatmap pdf", lambda: PLOTS["state_grad_heatmap"](path="fig.jpg"), ValueError,
+     r"plot_state_grad_heatmap: use a .png or .svg path"),
+    ("curves no extension", lambda: PLOTS["learning_curves"](path="fig"), ValueError,
+     r"plot_learning_curves: use a .png or .svg path"),
+    ("sweep pdf", lambda: PLOTS["spectral_sweep"](path="fig.pdf"), ValueError,
+     r"plot_spectral_sweep: use a .png or .svg path"),
+    ("norms pdf", lambda: PLOTS["norms_vs_distance"](path="fig.pdf"), ValueError,
+     r"plot_norms_vs_distance: use a .png or .svg path"),
+    ("save not a figure", lambda: viz.save_figure("figure", "f.png"), TypeError,
+     r"save_figure: fig must be a matplotlib Figure, got str"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_is_a_clear_error_before_anything_is_drawn_or_written(
+        case: tuple, tmp_path: Path, monkeypatch: Any) -> None:
+    _, call, error, message = case
+    monkeypatch.chdir(tmp_path)
+    opened = set(plt.get_fignums())
+    with pytest.raises(error, match=message):
+        call()
+    assert set(plt.get_fignums()) == opened      # no figure left open
+    assert _listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("dpi", [0, -72, float("nan"), True, "120"])
+def test_save_figure_refuses_a_bad_dpi_before_writing(dpi: Any, tmp_path: Path) -> None:
+    fig = PLOTS["spectral_sweep"]()
+    with pytest.raises(ValueError, match=r"save_figure: dpi must be a positive number"):
+        viz.save_figure(fig, tmp_path / "f.png", dpi=dpi)
+    assert _listing(tmp_path) == []
+
+
+def test_failed_save_closes_the_figure(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    opened = set(plt.get_fignums())
+    with pytest.raises(OSError):
+        PLOTS["learning_curves"](path=tmp_path / "a_file" / "fig.png")
+    assert set(plt.get_fignums()) == opened
+
+
+def test_edge_inputs_that_are_valid_still_plot() -> None:
+    # integer positions of any NumPy integer type, tokens as any sequence
+    fig = viz.plot_attention(np.eye(2), ("x", "y"), "ab", marked=np.array([1], np.int32))
+    assert to_rgba(fig.axes[0].get_xticklabels()[1].get_color()) == to_rgba("red")
+    # a single output step, a single source token
+    assert isinstance(viz.plot_attention([[1.0]], ["a"], ["b"]), Figure)
+    # an empty learning curve (a run too short to be validated) draws no points
+    fig = viz.plot_learning_curves({"train": [2.0, 1.0], "valid": []}, x={"valid": []})
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    assert len(lines["valid"].get_xdata()) == 0 and len(lines["train"].get_xdata()) == 2
+    # a bound without a model of its name is drawn in grey
+    fig = viz.plot_norms_vs_distance({"m": _norms(4)}, {"other": _norms(4)})
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    assert to_rgba(lines["bound: other"].get_color()) == to_rgba("gray")

@@ -4,9 +4,16 @@ Every function returns the :class:`matplotlib.figure.Figure` and writes a file o
 ``path`` (the extension picks the format: ``.png`` or ``.svg``; parent folders are created,
 and the file is written to a temporary name first and then renamed, so a crash never leaves a
 half-written figure under the name).
+
+Inputs are checked before anything is drawn: a wrong shape, a length that does not match, a
+non-finite coordinate or a path with another extension is a ``ValueError`` (``TypeError`` for
+a value of the wrong kind) that names the function, the argument and the shapes involved, and
+no figure is left open.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import tempfile
 from typing import Any, Mapping, Sequence
@@ -15,6 +22,8 @@ import numpy as np
 
 __all__ = ["plot_norms_vs_distance", "plot_state_grad_heatmap", "plot_spectral_sweep",
            "plot_learning_curves", "plot_attention", "save_figure"]
+
+_FORMATS = (".png", ".svg")
 
 
 def _pyplot() -> Any:
@@ -27,12 +36,29 @@ def _pyplot() -> Any:
     return plt
 
 
+def _check_path(path: Any, where: str) -> str:
+    """``path`` as a string, refused unless it ends in .png or .svg (any case)."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{where}: path must be a str or os.PathLike ending in .png or .svg, "
+                        f"got {type(path).__name__}") from None
+    if os.path.splitext(path)[1].lower() not in _FORMATS:
+        raise ValueError(f"{where}: use a .png or .svg path, got {path!r}")
+    return path
+
+
 def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 120) -> str:
-    """Save ``fig`` atomically to ``path`` (.png or .svg); returns the path."""
-    path = os.fspath(path)
+    """Save ``fig`` atomically to ``path`` (.png or .svg) at ``dpi`` dots per inch (a positive
+    number); returns the path."""
+    path = _check_path(path, "save_figure")
+    if not callable(getattr(fig, "savefig", None)):
+        raise TypeError(f"save_figure: fig must be a matplotlib Figure, got "
+                        f"{type(fig).__name__}")
+    if (isinstance(dpi, bool) or not isinstance(dpi, numbers.Real)
+            or not (math.isfinite(dpi) and dpi > 0)):
+        raise ValueError(f"save_figure: dpi must be a positive number, got {dpi!r}")
     ext = os.path.splitext(path)[1].lower()
-    if ext not in (".png", ".svg"):
-        raise ValueError(f"save_figure: use a .png or .svg path, got {path!r}")
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=ext, dir=folder)
@@ -60,31 +86,110 @@ def _file_mode(path: str) -> int:
 
 
 def _finish(fig: Any, path: Any) -> Any:
+    """Save ``fig`` when a path is given and return it; a failed save closes it."""
     if path is not None:
-        save_figure(fig, path)
+        try:
+            save_figure(fig, path)
+        except BaseException:
+            _pyplot().close(fig)
+            raise
     return fig
 
 
+# ------------------------------------------------------------------------ input checks
+def _numbers(values: Any, where: str, what: str) -> np.ndarray:
+    """``values`` as a float64 array; anything that is not an array of numbers (text, ragged
+    lists, a tensor on another device) is a ValueError naming ``where`` and ``what``."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where}: {what} must be an array of numbers ({err})") from None
+
+
+def _series(values: Any, where: str, what: str) -> np.ndarray:
+    """A 1-D float64 array (it may be empty)."""
+    arr = _numbers(values, where, what)
+    if arr.ndim != 1:
+        raise ValueError(f"{where}: {what} must be 1-D (one number per point), got shape "
+                         f"{arr.shape}")
+    return arr
+
+
+def _finite(arr: np.ndarray, where: str, what: str) -> np.ndarray:
+    """``arr`` unchanged, refused if it holds NaN or an infinity (named by index)."""
+    bad = np.flatnonzero(~np.isfinite(arr.ravel()))
+    if bad.size:
+        index = tuple(int(i) for i in np.unravel_index(bad[0], arr.shape))
+        raise ValueError(f"{where}: {what} must be finite, got {arr[index]} at index "
+                         f"{index if arr.ndim > 1 else index[0]}")
+    return arr
+
+
+def _named_series(curves: Any, where: str, what: str) -> dict[str, np.ndarray]:
+    """A non-empty mapping label -> 1-D float64 array."""
+    if not isinstance(curves, Mapping):
+        raise TypeError(f"{where}: {what} must be a mapping from a label to a sequence of "
+                        f"numbers, got {type(curves).__name__}")
+    if not curves:
+        raise ValueError(f"{where}: {what} is empty: nothing to plot")
+    return {name: _series(y, where, f"{what}[{name!r}]") for name, y in curves.items()}
+
+
+def _optional_mapping(values: Any, where: str, what: str) -> Mapping:
+    """``values`` as a (possibly empty) mapping; None gives an empty one."""
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise TypeError(f"{where}: {what} must be a mapping from a label to a sequence of "
+                        f"numbers or None, got {type(values).__name__}")
+    return values
+
+
+def _as_list(values: Any, where: str, what: str) -> list:
+    """The items of an iterable (a list, tuple, string, array, ...) as a list."""
+    try:
+        return list(values)
+    except TypeError:
+        raise TypeError(f"{where}: {what} must be a sequence, got {type(values).__name__}"
+                        ) from None
+
+
+def _real(value: Any, where: str, what: str) -> float:
+    """A finite real number (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(value):
+        raise ValueError(f"{where}: {what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+# ------------------------------------------------------------------------------ plots
 def plot_norms_vs_distance(curves: Mapping[str, Sequence[float]], bounds: Mapping[str, Any]
                            | None = None, title: str = "Gradient norm vs distance",
                            ylabel: str = r"$\|\partial L / \partial h_t\|$",
                            path: Any = None) -> Any:
     """Norms against distance T - t on a log scale, one line per model; optional dashed
-    bound curves (e.g. Pascanu et al.'s) in the same colour as the model of the same name.
+    bound curves (e.g. Pascanu et al.'s) in the same colour as the model of the same name
+    (grey for a bound with no model of its name).
 
-    ``curves[name]`` is indexed by distance (entry 0 at the last step).
+    ``curves[name]`` and ``bounds[name]`` are 1-D, indexed by distance (entry 0 at the last
+    step); they may differ in length. Entries a log axis cannot show (zero after underflow,
+    negative, NaN) are left out of the model curves.
     """
+    where = "plot_norms_vs_distance"
+    ys = _named_series(curves, where, "curves")
+    bs = {name: _series(b, where, f"bounds[{name!r}]")
+          for name, b in _optional_mapping(bounds, where, "bounds").items()}
+    if path is not None:
+        _check_path(path, where)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colors = {}
-    for name, y in curves.items():
-        y = np.asarray(y, dtype=np.float64)
+    for name, y in ys.items():
         d = np.arange(y.size)
         keep = y > 0
         (line,) = ax.semilogy(d[keep], y[keep], label=name, lw=1.8)
         colors[name] = line.get_color()
-    for name, b in (bounds or {}).items():
-        b = np.asarray(b, dtype=np.float64)
+    for name, b in bs.items():
         ax.semilogy(np.arange(b.size), b, ls="--", lw=1.0, color=colors.get(name, "gray"),
                     label=f"bound: {name}")
     ax.set_xlabel("distance T - t (steps back from the loss)")
@@ -98,11 +203,20 @@ def plot_norms_vs_distance(curves: Mapping[str, Sequence[float]], bounds: Mappin
 def plot_state_grad_heatmap(norms: Any, title: str = r"$\|\partial L/\partial h_t\|$ over training",
                             path: Any = None) -> Any:
     """Heatmap of ||dL/dh_t|| with training steps on the y axis and time t on the x axis
-    (log colour scale). ``norms`` is (steps, T), as :meth:`GradientMonitor.state_norms`."""
+    (log colour scale). ``norms`` is 2-D (steps, T), as :meth:`GradientMonitor.state_norms`;
+    cells that are zero or NaN (padding) are left blank."""
     from matplotlib.colors import LogNorm
 
+    where = "plot_state_grad_heatmap"
+    z = _numbers(norms, where, "norms")
+    if z.ndim != 2:
+        raise ValueError(f"{where}: norms must be 2-D (training steps, time steps), got shape "
+                         f"{z.shape}; a single row of T norms is norms[None, :]")
+    if z.size == 0:
+        raise ValueError(f"{where}: norms is empty (shape {z.shape}): nothing to plot")
+    if path is not None:
+        _check_path(path, where)
     plt = _pyplot()
-    z = np.asarray(norms, dtype=np.float64)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     pos = z[np.isfinite(z) & (z > 0)]
     norm = LogNorm(vmin=pos.min(), vmax=pos.max()) if pos.size else None
@@ -119,11 +233,25 @@ def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[fl
                         xlabel: str = r"spectral radius $\rho(W_{hh})$",
                         ylabel: str = "value", title: str = "Spectral-radius sweep",
                         logy: bool = True, path: Any = None) -> Any:
-    """Quantities (fitted decay rate, horizon, ...) against the spectral radius of W_hh."""
+    """Quantities (fitted decay rate, horizon, ...) against the spectral radius of W_hh.
+
+    ``radii`` is 1-D, non-empty and finite; every ``values[name]`` is 1-D with one entry per
+    radius (a NaN entry, or a non-positive one with ``logy``, leaves a gap)."""
+    where = "plot_spectral_sweep"
+    x = _finite(_series(radii, where, "radii"), where, "radii")
+    if x.size == 0:
+        raise ValueError(f"{where}: radii is empty: nothing to plot")
+    ys = _named_series(values, where, "values")
+    for name, v in ys.items():
+        if v.shape != x.shape:
+            raise ValueError(f"{where}: values[{name!r}] has {v.size} entries but radii has "
+                             f"{x.size}; give one value per radius")
+    if path is not None:
+        _check_path(path, where)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, v in values.items():
-        (ax.semilogy if logy else ax.plot)(radii, v, marker="o", label=name)
+    for name, v in ys.items():
+        (ax.semilogy if logy else ax.plot)(x, v, marker="o", label=name)
     ax.axvline(1.0, color="gray", ls=":", lw=1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -138,12 +266,39 @@ def plot_learning_curves(curves: Mapping[str, Sequence[float]], xlabel: str = "s
                          logy: bool = False, hline: float | None = None,
                          hline_label: str = "", x: Mapping[str, Sequence[float]] | None = None,
                          path: Any = None) -> Any:
-    """One line per run; an optional horizontal reference line (e.g. a baseline loss)."""
+    """One line per run; an optional horizontal reference line (e.g. a baseline loss).
+
+    ``curves[name]`` is 1-D (it may be empty, e.g. a run too short to be validated); it is
+    drawn against ``x[name]`` (finite, one entry per point) where given, else against
+    0, 1, 2, ... Every label of ``x`` must be one of ``curves``. A NaN or infinite loss (a
+    diverged run), or a non-positive one with ``logy``, leaves a gap. ``hline`` is a finite
+    number or None.
+    """
+    where = "plot_learning_curves"
+    ys = _named_series(curves, where, "curves")
+    given_x = _optional_mapping(x, where, "x")
+    unknown = [name for name in given_x if name not in ys]
+    if unknown:
+        raise ValueError(f"{where}: x has labels that are not in curves: {unknown}; "
+                         f"curves has {list(ys)}")
+    xs = {}
+    for name, y in ys.items():
+        if name in given_x:
+            xs[name] = _finite(_series(given_x[name], where, f"x[{name!r}]"), where,
+                               f"x[{name!r}]")
+            if xs[name].shape != y.shape:
+                raise ValueError(f"{where}: x[{name!r}] has {xs[name].size} entries but "
+                                 f"curves[{name!r}] has {y.size}; give one x per point")
+        else:
+            xs[name] = np.arange(y.size)
+    if hline is not None:
+        hline = _real(hline, where, "hline")
+    if path is not None:
+        _check_path(path, where)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, y in curves.items():
-        xs = np.asarray(x[name]) if x is not None and name in x else np.arange(len(y))
-        (ax.semilogy if logy else ax.plot)(xs, y, label=name, lw=1.5)
+    for name, y in ys.items():
+        (ax.semilogy if logy else ax.plot)(xs[name], y, label=name, lw=1.5)
     if hline is not None:
         ax.axhline(hline, color="gray", ls="--", lw=1, label=hline_label or None)
     ax.set_xlabel(xlabel)
@@ -157,19 +312,53 @@ def plot_learning_curves(curves: Mapping[str, Sequence[float]], xlabel: str = "s
 def plot_attention(weights: Any, source_tokens: Sequence[str], output_tokens: Sequence[str],
                    marked: Sequence[int] = (), title: str = "Attention weights",
                    path: Any = None) -> Any:
-    """Heatmap of attention weights (outputs x source tokens); source positions listed in
-    ``marked`` (e.g. noise tokens) get red tick labels."""
+    """Heatmap of one example's attention weights, outputs x source tokens; source positions
+    listed in ``marked`` (e.g. noise tokens) get red tick labels.
+
+    ``weights`` is 2-D (T_out, T_in) with entries in [0, 1] (the colour scale); for a batch
+    of shape (N, T_out, T_in) pass one example, ``weights[i]``. ``source_tokens`` has T_in
+    labels, ``output_tokens`` T_out, and ``marked`` holds integer positions 0..T_in - 1.
+    """
+    where = "plot_attention"
+    w = _numbers(weights, where, "weights")
+    if w.ndim != 2:
+        hint = ("; for a batch (N, T_out, T_in) pass one example, weights[i]"
+                if w.ndim == 3 else "")
+        raise ValueError(f"{where}: weights must be 2-D (T_out, T_in), got shape "
+                         f"{w.shape}{hint}")
+    if w.size == 0:
+        raise ValueError(f"{where}: weights is empty (shape {w.shape}): nothing to plot")
+    _finite(w, where, "weights")
+    if w.min() < 0.0 or w.max() > 1.0:
+        raise ValueError(f"{where}: weights must lie in [0, 1] (attention probabilities; the "
+                         f"colour scale spans 0..1), got values from {w.min():g} to "
+                         f"{w.max():g}")
+    source = _as_list(source_tokens, where, "source_tokens")
+    output = _as_list(output_tokens, where, "output_tokens")
+    t_out, t_in = w.shape
+    if len(source) != t_in or len(output) != t_out:
+        raise ValueError(f"{where}: weights of shape {w.shape} need {t_in} source_tokens and "
+                         f"{t_out} output_tokens (one label per column and per row), got "
+                         f"{len(source)} source_tokens and {len(output)} output_tokens")
+    marks = _as_list(marked, where, "marked")
+    for i in marks:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise ValueError(f"{where}: marked must hold integer positions of source tokens, "
+                             f"got {i!r} ({type(i).__name__})")
+        if not 0 <= i < t_in:
+            raise ValueError(f"{where}: marked position {i} is out of range for {t_in} "
+                             f"source tokens (valid: 0 to {t_in - 1})")
+    if path is not None:
+        _check_path(path, where)
     plt = _pyplot()
-    w = np.asarray(weights, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(0.45 * max(len(source_tokens), 6) + 1.5,
-                                    0.45 * max(len(output_tokens), 4) + 1.2))
+    fig, ax = plt.subplots(figsize=(0.45 * max(t_in, 6) + 1.5, 0.45 * max(t_out, 4) + 1.2))
     im = ax.imshow(w, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
     fig.colorbar(im, ax=ax, fraction=0.046)
-    ax.set_xticks(range(len(source_tokens)))
-    ax.set_xticklabels(source_tokens)
-    ax.set_yticks(range(len(output_tokens)))
-    ax.set_yticklabels(output_tokens)
-    for i in marked:
+    ax.set_xticks(range(t_in))
+    ax.set_xticklabels(source)
+    ax.set_yticks(range(t_out))
+    ax.set_yticklabels(output)
+    for i in marks:
         ax.get_xticklabels()[i].set_color("red")
     ax.set_xlabel("source")
     ax.set_ylabel("output")
