@@ -23,6 +23,17 @@ The fused sequence kernels go one step further: they pre-scale the sigmoid rows 
 and biases by 0.5 (exact in binary floating point), so a single in-place ``tanh`` covers the
 sigmoid gates and the ``tanh`` gate together and only ``0.5 * t + 0.5`` remains.
 
+Padded steps
+------------
+With ``lengths``, the values a caller puts at padded steps (``x`` and the upstream ``dhs``
+there) are dropped with *selects*, never with 0/1 multiplications: ``0 * inf`` and
+``0 * nan`` are NaN, so a multiplication would let garbage in the padding turn every
+gradient into NaN. The forward kernels replace the padded rows of ``x`` by 0 before the
+input projection (:func:`select_valid`, on a copy; the cache keeps that copy, so the weight
+gradient GEMM never sees them either), and the backward kernels select 0 for the padded
+entries of ``dhs`` and of the gate-derivative factors (:meth:`StepMask.rows`). Inputs
+without inf or NaN give the same numbers either way.
+
 The recurrent GEMM in column form
 ---------------------------------
 Per step the fused forward kernels compute W_hh h_{t-1}^T, a (G*H, N) product with the weight
@@ -69,6 +80,35 @@ def _shape(a: Array) -> tuple[int, ...]:
     return tuple(int(s) for s in a.shape)
 
 
+def _is_array(a: Any) -> bool:
+    """True for a NumPy, CuPy or stand-in array (anything with a shape, a dtype and ndim)."""
+    return all(hasattr(a, attr) for attr in ("shape", "dtype", "ndim"))
+
+
+def check_array(fname: str, name: str, a: Any, hint: str = "", optional: bool = False) -> None:
+    """An array argument must be an array (``optional``: an array or None, and None is not
+    checked here); TypeError naming ``fname``, ``name`` and the type that was given otherwise
+    (``hint`` is appended to the message)."""
+    if not _is_array(a):
+        what = "an array or None" if optional else "an array"
+        raise TypeError(f"{fname}: {name} must be {what}, got {type(a).__name__}{hint}")
+
+
+def check_flag(fname: str, name: str, value: Any) -> None:
+    """A switch must be a real bool (``bool`` or ``numpy.bool_``): truthiness would let
+    ``reverse="no"`` mean True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{fname}: {name} must be a bool (True or False), got {value!r} of "
+                        f"type {type(value).__name__}")
+
+
+def check_cache(fname: str, cache: Any, cls: type, producer: str) -> None:
+    """A backward function must get the cache of its own forward function."""
+    if not isinstance(cache, cls):
+        raise TypeError(f"{fname}: cache must be the {cls.__name__} returned by {producer}, "
+                        f"got {type(cache).__name__}")
+
+
 class Sizes(NamedTuple):
     """Sizes read off validated arguments: T time (0 for a single step), N batch, D input,
     H hidden."""
@@ -90,6 +130,7 @@ def check_recurrent_args(
     bias_hh: Array | None,
     *,
     sequence: bool,
+    cell: bool = False,
     c0: Array | None = None,
     weight_ch: Array | None = None,
     peepholes: int = 0,
@@ -100,32 +141,46 @@ def check_recurrent_args(
     """Validate shapes and dtypes of a recurrent call; raise ValueError/TypeError naming
     ``fname`` and the full shapes involved. Returns the sizes (T, N, D, H).
 
-    ``x`` is (T, N, D) when ``sequence`` else (N, D); ``h0`` is (N, H) and fixes H.
+    ``x`` is (T, N, D) when ``sequence`` else (N, D); ``h0`` is (N, H) and fixes H. ``x``,
+    ``h0`` and the two weights must be arrays, and so must ``c0`` when ``cell`` (the LSTM):
+    the kernels take explicit states, None is no zero state here (the layers make zeros).
     """
+    state_hint = (" (the kernels take explicit states: pass zeros of shape (batch, "
+                  "hidden_size) for a fresh start)")
+    check_array(fname, x_name, x)
+    check_array(fname, h_name, h0, state_hint if h0 is None else "")
+    if cell:
+        check_array(fname, c_name, c0, state_hint if c0 is None else "")
+    check_array(fname, "weight_ih", weight_ih)
+    check_array(fname, "weight_hh", weight_hh)
     gate_txt = f"{gates}*hidden_size" if gates > 1 else "hidden_size"
     want_x = "(T, N, D) = (time, batch, input_size)" if sequence else "(N, D) = (batch, input)"
     xdim = 3 if sequence else 2
-    if getattr(x, "ndim", None) != xdim:
+    if x.ndim != xdim:
         raise ValueError(f"{fname}: {x_name} must be {xdim}-D {want_x} but has shape "
-                         f"{_shape(x) if hasattr(x, 'shape') else type(x).__name__}")
+                         f"{_shape(x)}")
     xs = _shape(x)
     T = xs[0] if sequence else 0
     N, D = xs[-2], xs[-1]
-    if getattr(h0, "ndim", None) != 2 or int(h0.shape[0]) != N:
-        hs = _shape(h0) if hasattr(h0, "shape") else type(h0).__name__
-        raise ValueError(f"{fname}: {h_name} has shape {hs} but expected (batch, hidden_size) "
-                         f"with batch = {N} for {x_name} of shape {xs}")
+    if h0.ndim != 2 or int(h0.shape[0]) != N:
+        raise ValueError(f"{fname}: {h_name} has shape {_shape(h0)} but expected (batch, "
+                         f"hidden_size) with batch = {N} for {x_name} of shape {xs}")
     H = int(h0.shape[1])
     ctx = f"for {x_name} of shape {xs} and {h_name} of shape {_shape(h0)}"
-    if c0 is not None and _shape(c0) != (N, H):
-        raise ValueError(f"{fname}: {c_name} has shape {_shape(c0)} but expected "
-                         f"(batch, hidden_size) = {(N, H)} {ctx}")
-    if getattr(weight_ih, "ndim", None) != 2 or _shape(weight_ih) != (gates * H, D):
+    if c0 is not None:
+        check_array(fname, c_name, c0)
+        if _shape(c0) != (N, H):
+            raise ValueError(f"{fname}: {c_name} has shape {_shape(c0)} but expected "
+                             f"(batch, hidden_size) = {(N, H)} {ctx}")
+    if _shape(weight_ih) != (gates * H, D):
         raise ValueError(f"{fname}: weight_ih has shape {_shape(weight_ih)} but expected "
                          f"({gate_txt}, input_size) = {(gates * H, D)} {ctx}")
-    if getattr(weight_hh, "ndim", None) != 2 or _shape(weight_hh) != (gates * H, H):
+    if _shape(weight_hh) != (gates * H, H):
         raise ValueError(f"{fname}: weight_hh has shape {_shape(weight_hh)} but expected "
                          f"({gate_txt}, hidden_size) = {(gates * H, H)} {ctx}")
+    for name, b in (("bias_ih", bias_ih), ("bias_hh", bias_hh), ("weight_ch", weight_ch)):
+        if b is not None:
+            check_array(fname, name, b, optional=True)
     for name, b in (("bias_ih", bias_ih), ("bias_hh", bias_hh)):
         if b is not None and _shape(b) != (gates * H,):
             raise ValueError(f"{fname}: {name} has shape {_shape(b)} but expected "
@@ -175,6 +230,9 @@ def check_grad_arg(fname: str, name: str, g: Array | None, shape: tuple[int, ...
     live on the device of ``ref`` (an array of the forward pass) when that is given."""
     if g is None:
         return
+    if not _is_array(g):
+        raise TypeError(f"{fname}: {name} must be an array of shape {tuple(shape)} or None, "
+                        f"got {type(g).__name__}")
     if _shape(g) != tuple(shape):
         raise ValueError(f"{fname}: {name} has shape {_shape(g)} but the forward output it "
                          f"belongs to has shape {tuple(shape)}")
@@ -188,7 +246,9 @@ def check_grad_arg(fname: str, name: str, g: Array | None, shape: tuple[int, ...
 def check_lengths(fname: str, lengths: Any, T: int, N: int) -> np.ndarray | None:
     """Validate host ``lengths`` (shape (N,), integer dtype, values in [0, T]) and return them
     as a NumPy array; None stays None. Lengths on a device raise a TypeError: they are read
-    on the host (validation, mask), and the caller copies them there explicitly."""
+    on the host (validation, mask), and the caller copies them there explicitly. An empty
+    list or tuple is the lengths of an empty batch (N = 0); an empty NumPy array must have an
+    integer dtype like any other."""
     if lengths is None:
         return None
     if get_array_module(lengths) is not np:
@@ -196,7 +256,14 @@ def check_lengths(fname: str, lengths: Any, T: int, N: int) -> np.ndarray | None
             f"{fname}: lengths must be on the host (a list or NumPy array), as PyTorch "
             f"requires CPU lengths, but they are on {device_of(lengths)}; copy them to the "
             f"host explicitly (.get(), or Tensor.numpy())")
-    lengths = np.asarray(lengths)
+    given = lengths
+    try:
+        lengths = np.asarray(given)
+    except ValueError as err:                  # ragged nesting, such as [1, [2]]
+        raise ValueError(f"{fname}: lengths must be a flat sequence of {N} integers (one per "
+                         f"sequence of the batch), got {given!r}") from err
+    if lengths.size == 0 and not isinstance(given, np.ndarray):
+        lengths = lengths.astype(np.int64)     # [] has no dtype of its own: the empty batch
     if _shape(lengths) != (N,):
         raise ValueError(f"{fname}: lengths has shape {_shape(lengths)} but expected "
                          f"(batch,) = {(N,)}")
@@ -215,26 +282,59 @@ def check_lengths(fname: str, lengths: Any, T: int, N: int) -> np.ndarray | None
 # masks and state slots
 # --------------------------------------------------------------------------------------------
 class StepMask(NamedTuple):
-    """Validity of each (t, n) for variable-length batches.
+    """Which (t, n) are padded (t >= lengths[n]), for variable-length batches.
 
-    ``valid`` is the float 0/1 mask (T, N, 1) in the data dtype (multiplies gradients and
-    outputs); ``invalid`` is the boolean (T, N, 1) complement (selects carried states).
+    ``invalid`` is the boolean (T, N, 1) mask on the device of the data, True at padded
+    steps; the per-step carries select with it (``xp.copyto(h_t, h_prev, where=invalid[t])``).
+    ``pad`` (2, P) lists the time and batch index of every padded step on the device, sorted
+    by time, and ``pad_t`` is a host copy of its time row. Zeroing whole padded rows through
+    these indices (:meth:`rows`) is a select, like ``copyto(..., where=invalid)``, but
+    touches only the padded rows, which is several times faster.
     """
 
-    valid: Array
     invalid: Array
+    pad: Array
+    pad_t: np.ndarray
+
+    @property
+    def padded(self) -> bool:
+        """Whether any step is padded at all."""
+        return self.pad_t.size > 0
+
+    def rows(self, t0: int, t1: int) -> tuple[Array, Array] | None:
+        """The index ``(t - t0, n)`` of every padded step with t0 <= t < t1, for a block
+        ``a`` holding the time indices t0..t1-1 on its first axis and the batch on its
+        second (``a[rows] = 0`` zeroes those steps, whatever they held); None when the
+        block has no padded step."""
+        lo, hi = (int(i) for i in np.searchsorted(self.pad_t, (t0, t1)))
+        if lo == hi:
+            return None
+        t = self.pad[0, lo:hi]
+        return (t - t0 if t0 else t), self.pad[1, lo:hi]
 
 
-def make_mask(lengths: np.ndarray | None, T: int, dtype: Any, xp: Any) -> StepMask | None:
+def make_mask(lengths: np.ndarray | None, T: int, xp: Any) -> StepMask | None:
     """Step t of sequence n is valid iff t < lengths[n]; None when ``lengths`` is None.
 
     The mask is built on the host from the host ``lengths`` and copied to ``xp``'s device
     once (no copy when ``xp`` is NumPy)."""
     if lengths is None:
         return None
-    valid_b = np.arange(T).reshape(T, 1) < lengths.reshape(1, -1)  # (T, N)
-    valid_b = valid_b[:, :, None]  # (T, N, 1)
-    return StepMask(valid=xp.asarray(valid_b.astype(dtype)), invalid=xp.asarray(~valid_b))
+    invalid = np.arange(T).reshape(T, 1) >= lengths.reshape(1, -1)  # (T, N)
+    pad = np.stack(np.nonzero(invalid)).astype(np.int64)            # (2, P), sorted by t
+    return StepMask(invalid=xp.asarray(invalid[:, :, None]), pad=xp.asarray(pad),
+                    pad_t=pad[0])
+
+
+def select_valid(a: Array, mask: StepMask | None) -> Array:
+    """``a`` (T, N, ...) with 0 at the padded steps of ``mask``, as a new array (a select, so
+    inf or NaN there is dropped too); ``a`` itself, never modified, when nothing is padded."""
+    rows = None if mask is None else mask.rows(0, int(a.shape[0]))
+    if rows is None:
+        return a
+    out = a.copy()
+    out[rows] = 0
+    return out
 
 
 class StateSlots(NamedTuple):

@@ -36,8 +36,9 @@ from typing import Any, NamedTuple
 
 from ..backend import get_array_module
 from ._common import (
-    Array, backward_order, bias_grads, check_grad_arg, check_lengths, check_recurrent_args,
-    combined_bias, forward_order, make_mask, state_slots, zeros_or_copy, StepMask,
+    Array, StepMask, backward_order, bias_grads, check_cache, check_flag, check_grad_arg,
+    check_lengths, check_recurrent_args, combined_bias, forward_order, make_mask,
+    select_valid, state_slots, zeros_or_copy,
 )
 
 __all__ = [
@@ -140,8 +141,9 @@ def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
     (E4) da_t = dh_t * phi'(a_t); (E5) dh_prev = da_t W_hh; (E6) dx_t = da_t W_ih;
     (E7) dW_ih = da_t^T x_t, dW_hh = da_t^T h_prev, db = sum_n da_t.
     """
-    check_grad_arg("rnn_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype,
-                   cache.h_t)
+    fname = "rnn_step_backward"
+    check_cache(fname, cache, RNNStepCache, "rnn_step_forward")
+    check_grad_arg(fname, "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype, cache.h_t)
     if cache.nonlinearity == "tanh":
         da_t = dh_t * (1 - cache.h_t * cache.h_t)                     # (E4)
     else:
@@ -164,6 +166,7 @@ class RNNSequenceCache(NamedTuple):
 
     ``states`` is the (T + 1, N, H) buffer of carried states laid out as described by
     :class:`tinygrad_rnn.bptt._common.StateSlots` (h0 first, or last when ``reverse``).
+    ``x`` is the input with 0 at padded steps (a copy, made only when a step is padded).
     """
 
     x: Array                 # (T, N, D)
@@ -209,8 +212,10 @@ def rnn_forward(
     nonlinearity : 'tanh' or 'relu'.
     lengths : optional int array (N,) on the host (list or NumPy), 0 <= lengths[n] <= T.
         Step t of sequence n is valid iff t < lengths[n]; invalid steps carry the state
-        unchanged and output 0. Device arrays are refused (see ``bptt._common``).
-    reverse : process t = T-1 down to 0 (the backward half of a bidirectional layer).
+        unchanged and output 0. Device arrays are refused (see ``bptt._common``). The
+        entries of ``x`` at padded steps are never used (selected away, so inf or NaN there
+        changes no output and no gradient).
+    reverse : bool, process t = T-1 down to 0 (the backward half of a bidirectional layer).
 
     Returns
     -------
@@ -244,13 +249,15 @@ def rnn_forward(
     """
     fname = "rnn_forward"
     _check_nonlinearity(fname, nonlinearity)
+    check_flag(fname, "reverse", reverse)
     T, N, D, H = check_recurrent_args(fname, 1, x, h0, weight_ih, weight_hh, bias_ih,
                                       bias_hh, sequence=True)
     xp = get_array_module(x, h0, weight_ih, weight_hh)
     lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
-    mask = make_mask(lengths, T, dtype, xp)
+    mask = make_mask(lengths, T, xp)
     slots = state_slots(T, reverse)
+    x = select_valid(x, mask)               # padded inputs: 0 (a copy; caller's x kept)
 
     # (E1), input half, for all T steps in one GEMM: (T*N, D) @ (D, H)
     pre = xp.matmul(x.reshape(T * N, D), weight_ih.T).reshape(T, N, H)
@@ -275,10 +282,12 @@ def rnn_forward(
             xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry the state
 
     out_states = slots.out_all(states, T)
-    hs = out_states * mask.valid if mask is not None else out_states.copy()
+    hs = select_valid(out_states, mask)                          # padded outputs: 0
+    if hs is out_states:
+        hs = out_states.copy()
     h_n = states[slots.final].copy()
     cache = RNNSequenceCache(x, states, weight_ih, weight_hh, bias_ih is not None,
-                             bias_hh is not None, nonlinearity, mask, reverse)
+                             bias_hh is not None, nonlinearity, mask, bool(reverse))
     return hs, h_n, cache
 
 
@@ -289,7 +298,7 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     Parameters
     ----------
     dhs : (T, N, H) upstream gradient of the outputs, or None (zeros). Entries at padded
-        steps are ignored.
+        steps are ignored (selected away: inf or NaN there changes nothing).
     dh_n : (N, H) upstream gradient of the final state, or None (zeros).
     cache : from :func:`rnn_forward`.
     input_grad : bool
@@ -311,6 +320,9 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     the stacked T*N rows afterwards.
     """
     fname = "rnn_backward"
+    check_cache(fname, cache, RNNSequenceCache, "rnn_forward")
+    check_flag(fname, "input_grad", input_grad)
+    check_flag(fname, "state_grads", state_grads)
     x, states, mask = cache.x, cache.states, cache.mask
     T, N, D = (int(s) for s in x.shape)
     H = int(states.shape[2])
@@ -329,10 +341,11 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
         xp.subtract(1, da, out=da)
     else:
         xp.copyto(da, h_out > 0)
-    if mask is not None:
-        da *= mask.valid
+    pad = mask.rows(0, T) if mask is not None else None
+    if pad is not None:
+        da[pad] = 0                             # a select: the step's factor is dropped
         if dhs is not None:
-            dhs = dhs * mask.valid              # upstream at padded outputs is ignored (copy)
+            dhs = select_valid(dhs, mask)   # upstream at padded outputs is ignored (copy)
 
     dh_all = xp.empty((T, N, H), dtype=dtype) if state_grads else None
     dh_step = xp.empty((N, H), dtype=dtype) if dh_all is None else None

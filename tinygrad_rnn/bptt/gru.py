@@ -62,9 +62,9 @@ from typing import Any, NamedTuple
 
 from ..backend import get_array_module
 from ._common import (
-    Array, StepMask, backward_chunks, backward_order, bias_grads, check_grad_arg, check_lengths,
-    check_recurrent_args, forward_order, make_mask, sigmoid, state_slots,
-    tanh_half_to_sigmoid_, zeros_or_copy,
+    Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
+    check_grad_arg, check_lengths, check_recurrent_args, forward_order, make_mask,
+    select_valid, sigmoid, state_slots, tanh_half_to_sigmoid_, zeros_or_copy,
 )
 
 __all__ = [
@@ -173,8 +173,9 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
     -------
     :class:`GRUStepGrads` (dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh).
     """
-    check_grad_arg("gru_step_backward", "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype,
-                   cache.h_t)
+    fname = "gru_step_backward"
+    check_cache(fname, cache, GRUStepCache, "gru_step_forward")
+    check_grad_arg(fname, "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype, cache.h_t)
     xp = get_array_module(dh_t, cache.h_t)
     c = cache
     H = int(c.h_t.shape[1])
@@ -213,7 +214,9 @@ class GRUSequenceCache(NamedTuple):
     ``gates`` holds the activations r, z, n of every step (T, N, 3H) in the row order r, z, n;
     ``hn`` the recurrent n-term h_{t-1} W_hn^T + b_hn (reset='after') or ``rh`` the reset state
     r_t * h_{t-1} (reset='before'), (T, N, H); ``states`` the (T + 1, N, H) state buffer laid
-    out as in :class:`tinygrad_rnn.bptt._common.StateSlots`.
+    out as in :class:`tinygrad_rnn.bptt._common.StateSlots`. ``x`` is the input with 0 at
+    padded steps (a copy, made only when a step is padded), so every array here holds finite
+    numbers at padded steps whenever the states and weights are finite.
     """
 
     x: Array
@@ -256,8 +259,9 @@ def gru_forward(
     weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, gate rows r, z, n.
     reset : 'after' (PyTorch, default) or 'before' (Cho et al.); see the module docstring.
     lengths : optional int array (N,) on the host (list or NumPy); step t of sequence n is
-        valid iff t < lengths[n]. Padded steps carry the state and output 0.
-    reverse : process t = T-1 down to 0.
+        valid iff t < lengths[n]. Padded steps carry the state and output 0; the entries of
+        ``x`` there are never used (selected away, so inf or NaN changes nothing).
+    reverse : bool, process t = T-1 down to 0.
 
     Returns
     -------
@@ -289,13 +293,15 @@ def gru_forward(
     """
     fname = "gru_forward"
     _check_reset(fname, reset)
+    check_flag(fname, "reverse", reverse)
     T, N, D, H = check_recurrent_args(fname, 3, x, h0, weight_ih, weight_hh, bias_ih,
                                       bias_hh, sequence=True)
     xp = get_array_module(x, h0, weight_ih, weight_hh)
     lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
-    mask = make_mask(lengths, T, dtype, xp)
+    mask = make_mask(lengths, T, xp)
     slots = state_slots(T, reverse)
+    x = select_valid(x, mask)               # padded inputs: 0 (a copy; caller's x kept)
     after = reset == "after"
 
     # 0.5 on the r, z rows: sigma(a) = 0.5 * tanh(0.5 a) + 0.5
@@ -369,11 +375,13 @@ def gru_forward(
             xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry the state
 
     out_states = slots.out_all(states, T)
-    hs = out_states * mask.valid if mask is not None else out_states.copy()
+    hs = select_valid(out_states, mask)                          # padded outputs: 0
+    if hs is out_states:
+        hs = out_states.copy()
     h_n = states[slots.final].copy()
     cache = GRUSequenceCache(x, gates, side if after else None, None if after else side,
                              states, weight_ih, weight_hh, bias_ih is not None,
-                             bias_hh is not None, reset, mask, reverse)
+                             bias_hh is not None, reset, mask, bool(reverse))
     return hs, h_n, cache
 
 
@@ -383,7 +391,8 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
 
     Parameters
     ----------
-    dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
+    dhs : (T, N, H) or None (zeros); entries at padded steps are ignored (selected away:
+        inf or NaN there changes nothing).
     dh_n : (N, H) or None (zeros).
     cache : from :func:`gru_forward`.
     input_grad : bool
@@ -406,6 +415,9 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     rows afterwards.
     """
     fname = "gru_backward"
+    check_cache(fname, cache, GRUSequenceCache, "gru_forward")
+    check_flag(fname, "input_grad", input_grad)
+    check_flag(fname, "state_grads", state_grads)
     x, states, gates, mask = cache.x, cache.states, cache.gates, cache.mask
     T, N, D = (int(s) for s in x.shape)
     H = int(states.shape[2])
@@ -433,7 +445,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     blocks = backward_chunks(T, cache.reverse, N * 3 * H)
     size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
     k_n_buf, k_z_buf, k_r_buf = (xp.empty((size, N, H), dtype=dtype) for _ in range(3))
-    if mask is not None:
+    if mask is not None and mask.padded:
         z_pass_buf = xp.empty((size, N, H), dtype=dtype)
         dhs_buf = xp.empty((size, N, H), dtype=dtype) if dhs is not None else None
 
@@ -454,16 +466,17 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         k_r *= cache.hn[t0:t1] if after else h_prev_all[t0:t1]   # (G8): da_r = (da_n | drh) * k_r
         z_pass = z                                        # dh_prev gets dh * z (G9)
         dhs_b = dhs[t0:t1] if dhs is not None else None
-        if mask is not None:
-            valid = mask.valid[t0:t1]
-            k_n *= valid                                  # padded steps make no gradient ...
-            k_z *= valid
+        pad = mask.rows(t0, t1) if mask is not None else None     # the block's padded steps
+        if pad is not None:                               # selects, not 0/1 multiplies:
+            k_n[pad] = 0                                  # padded steps make no gradient ...
+            k_z[pad] = 0
             z_pass = z_pass_buf[:t1 - t0]
             xp.copyto(z_pass, z)
-            xp.copyto(z_pass, 1, where=mask.invalid[t0:t1])   # ... and pass dh on
+            z_pass[pad] = 1                               # ... and pass dh on
             if dhs is not None:
                 dhs_b = dhs_buf[:t1 - t0]
-                xp.multiply(dhs[t0:t1], valid, out=dhs_b)     # upstream at padded outputs ignored
+                xp.copyto(dhs_b, dhs[t0:t1])
+                dhs_b[pad] = 0                            # upstream at padded outputs ignored
 
         for t in backward_order(t1 - t0, cache.reverse):
             ts = t0 + t                                   # the time index of this step

@@ -58,9 +58,9 @@ from typing import Any, NamedTuple
 
 from ..backend import get_array_module
 from ._common import (
-    Array, StepMask, backward_chunks, backward_order, bias_grads, check_grad_arg, check_lengths,
-    check_recurrent_args, combined_bias, forward_order, make_mask, sigmoid, state_slots,
-    tanh_half_to_sigmoid_, zeros_or_copy,
+    Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
+    check_grad_arg, check_lengths, check_recurrent_args, combined_bias, forward_order,
+    make_mask, select_valid, sigmoid, state_slots, tanh_half_to_sigmoid_, zeros_or_copy,
 )
 
 __all__ = [
@@ -119,22 +119,23 @@ def lstm_step_forward(
 
     Parameters
     ----------
-    x_t : (N, D); h_prev, c_prev : (N, H).
+    x_t : (N, D); h_prev, c_prev : (N, H) (arrays: None is refused, pass zeros).
     weight_ih, weight_hh : (G*H, D), (G*H, H), rows i, f, g, o (f, g, o when coupled).
     bias_ih, bias_hh : (G*H,) or None.
     weight_ch : peepholes (w_ci, w_cf, w_co) of shape (3H,), ((w_cf, w_co), (2H,) when
         coupled), or None.
-    coupled : tie the input gate to the forget gate, i_t = 1 - f_t.
+    coupled : bool, tie the input gate to the forget gate, i_t = 1 - f_t.
 
     Returns
     -------
     h_t, c_t : (N, H) and the :class:`LSTMStepCache`.
     """
     fname = "lstm_step_forward"
+    check_flag(fname, "coupled", coupled)
     G = _n_gates(coupled)
     _, N, D, H = check_recurrent_args(
         fname, G, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh, sequence=False,
-        c0=c_prev, weight_ch=weight_ch, peepholes=G - 1, x_name="x_t", h_name="h_prev",
+        cell=True, c0=c_prev, weight_ch=weight_ch, peepholes=G - 1, x_name="x_t", h_name="h_prev",
         c_name="c_prev")
     xp = get_array_module(x_t, h_prev, c_prev, weight_ih, weight_hh)
     a = x_t @ weight_ih.T + h_prev @ weight_hh.T            # (N, G*H) gate pre-activations
@@ -163,7 +164,7 @@ def lstm_step_forward(
     tanh_c = xp.tanh(c_t)
     h_t = o_t * tanh_c                                                       # (L6)
     cache = LSTMStepCache(x_t, h_prev, c_prev, i_t, f_t, g_t, o_t, c_t, tanh_c, h_t,
-                          weight_ih, weight_hh, weight_ch, coupled, bias_ih is not None,
+                          weight_ih, weight_hh, weight_ch, bool(coupled), bias_ih is not None,
                           bias_hh is not None)
     return h_t, c_t, cache
 
@@ -183,6 +184,7 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     dbias_hh, dweight_ch).
     """
     fname = "lstm_step_backward"
+    check_cache(fname, cache, LSTMStepCache, "lstm_step_forward")
     c = cache
     check_grad_arg(fname, "dh_t", dh_t, c.h_t.shape, c.h_t.dtype, c.h_t)
     check_grad_arg(fname, "dc_t", dc_t, c.c_t.shape, c.c_t.dtype, c.h_t)
@@ -250,7 +252,8 @@ class LSTMSequenceCache(NamedTuple):
     (one in-place sigmoid per step) and the gates multiplied by dc_t in (L10) form another
     (one multiply per step in backward). ``weight_ih_o`` / ``weight_hh_o`` are the weights
     with rows in that order. ``h_states`` / ``c_states`` are (T + 1, N, H) buffers laid out as
-    in :class:`tinygrad_rnn.bptt._common.StateSlots`. tanh(c_t) is not kept: backward
+    in :class:`tinygrad_rnn.bptt._common.StateSlots`. ``x`` is the input with 0 at padded
+    steps (a copy, made only when a step is padded). tanh(c_t) is not kept: backward
     recomputes it from ``c_states`` (the same ``tanh`` on the same numbers, so the same bits),
     which saves a (T, N, H) array for the whole time between forward and backward.
     """
@@ -298,14 +301,16 @@ def lstm_forward(
 
     Parameters
     ----------
-    x : (T, N, D) time-major inputs; h0, c0 : (N, H) initial states.
+    x : (T, N, D) time-major inputs; h0, c0 : (N, H) initial states (arrays: None is
+        refused, pass zeros for a fresh start).
     weight_ih, weight_hh, bias_ih, bias_hh : PyTorch layout, rows i, f, g, o (f, g, o when
         coupled).
     weight_ch : peepholes, (3H,) = (w_ci, w_cf, w_co) or (2H,) = (w_cf, w_co) when coupled.
-    coupled : coupled input-forget gate, i_t = 1 - f_t.
+    coupled : bool, coupled input-forget gate, i_t = 1 - f_t.
     lengths : optional int array (N,) on the host (list or NumPy); step t of sequence n is
-        valid iff t < lengths[n]. Padded steps carry h and c unchanged and output 0.
-    reverse : process t = T-1 down to 0.
+        valid iff t < lengths[n]. Padded steps carry h and c unchanged and output 0; the
+        entries of ``x`` there are never used (selected away, so inf or NaN changes nothing).
+    reverse : bool, process t = T-1 down to 0.
 
     Returns
     -------
@@ -340,15 +345,18 @@ def lstm_forward(
     ((16, 3), 0.0)
     """
     fname = "lstm_forward"
+    check_flag(fname, "coupled", coupled)
+    check_flag(fname, "reverse", reverse)
     G = _n_gates(coupled)
     T, N, D, H = check_recurrent_args(
-        fname, G, x, h0, weight_ih, weight_hh, bias_ih, bias_hh, sequence=True, c0=c0,
-        weight_ch=weight_ch, peepholes=G - 1)
+        fname, G, x, h0, weight_ih, weight_hh, bias_ih, bias_hh, sequence=True, cell=True,
+        c0=c0, weight_ch=weight_ch, peepholes=G - 1)
     xp = get_array_module(x, h0, c0, weight_ih, weight_hh)
     lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
-    mask = make_mask(lengths, T, dtype, xp)
+    mask = make_mask(lengths, T, xp)
     slots = state_slots(T, reverse)
+    x = select_valid(x, mask)               # padded inputs: 0 (a copy; caller's x kept)
     S = (G - 1) * H                     # end of the sigmoid block (o, i, f) / (o, f)
 
     # internal row order: o first, then PyTorch's order without o
@@ -419,11 +427,14 @@ def lstm_forward(
             xp.copyto(c_t, c_prev, where=mask.invalid[t])
 
     out_states = slots.out_all(h_states, T)
-    hs = out_states * mask.valid if mask is not None else out_states.copy()
+    hs = select_valid(out_states, mask)                          # padded outputs: 0
+    if hs is out_states:
+        hs = out_states.copy()
     h_n = h_states[slots.final].copy()
     c_n = c_states[slots.final].copy()
     cache = LSTMSequenceCache(x, gates, h_states, c_states, w_ih_o, w_hh_o, weight_ch,
-                              coupled, bias_ih is not None, bias_hh is not None, mask, reverse)
+                              bool(coupled), bias_ih is not None, bias_hh is not None, mask,
+                              bool(reverse))
     return hs, h_n, c_n, cache
 
 
@@ -435,7 +446,8 @@ def lstm_backward(
 
     Parameters
     ----------
-    dhs : (T, N, H) or None (zeros); entries at padded steps are ignored.
+    dhs : (T, N, H) or None (zeros); entries at padded steps are ignored (selected away:
+        inf or NaN there changes nothing).
     dh_n, dc_n : (N, H) upstream gradients of the final states, or None (zeros).
     cache : from :func:`lstm_forward`; only read, so backward can run on it again.
     input_grad : bool
@@ -463,6 +475,9 @@ def lstm_backward(
     afterwards.
     """
     fname = "lstm_backward"
+    check_cache(fname, cache, LSTMSequenceCache, "lstm_forward")
+    check_flag(fname, "input_grad", input_grad)
+    check_flag(fname, "state_grads", state_grads)
     c = cache
     x, mask, coupled = c.x, c.mask, c.coupled
     T, N, D = (int(s) for s in x.shape)
@@ -504,7 +519,7 @@ def lstm_backward(
     size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
     tc_buf = xp.empty((size, N, H), dtype=dtype)
     p_buf = xp.empty((size, N, H), dtype=dtype)
-    if mask is not None:
+    if mask is not None and mask.padded:
         f_pass_buf = xp.empty((size, N, H), dtype=dtype)
         dhs_buf = xp.empty((size, N, H), dtype=dtype) if dhs is not None else None
 
@@ -538,16 +553,17 @@ def lstm_backward(
         p *= o                                                # (L9)  dc += dh * p
         f_pass = f                                            # (L11) dc_prev = dc * f_pass
         dhs_b = dhs[t0:t1] if dhs is not None else None
-        if mask is not None:
-            valid = mask.valid[t0:t1]
-            k *= valid                                        # padded steps make no gradient ...
-            p *= valid
+        pad = mask.rows(t0, t1) if mask is not None else None     # the block's padded steps
+        if pad is not None:                                   # selects, not 0/1 multiplies:
+            k[pad] = 0                                        # padded steps make no gradient ...
+            p[pad] = 0
             f_pass = f_pass_buf[:t1 - t0]
             xp.copyto(f_pass, f)
-            xp.copyto(f_pass, 1, where=mask.invalid[t0:t1])   # ... and pass dc on
+            f_pass[pad] = 1                                   # ... and pass dc on
             if dhs is not None:
                 dhs_b = dhs_buf[:t1 - t0]
-                xp.multiply(dhs[t0:t1], valid, out=dhs_b)     # upstream at padded outputs ignored
+                xp.copyto(dhs_b, dhs[t0:t1])
+                dhs_b[pad] = 0                                # upstream at padded outputs ignored
 
         for t in backward_order(t1 - t0, c.reverse):
             ts = t0 + t                                       # the time index of this step

@@ -308,11 +308,13 @@ class SequenceTagger(Module):
     def loss(self, ids: Any, tags: Any, lengths: Any = None, reduction: str = "mean",
              ignore_index: int = IGNORE_INDEX) -> Tensor:
         """Cross entropy of eq. (S1) over the valid steps: positions at or after
-        ``lengths[n]`` and positions whose tag is ``ignore_index`` are left out."""
+        ``lengths[n]`` and positions whose tag is ``ignore_index`` are left out.
+
+        ``tags`` (N, T) must hold integer tag ids (a host array or list, or a Tensor); float,
+        bool and string tags are refused with a TypeError rather than converted."""
+        y = _integer_tags(tags, "SequenceTagger.loss")
         logits = self(ids, lengths)                              # (N, T, C)
         N, T, C = logits.shape
-        # host tags are copied (and edited) on the host; a tags Tensor stays on its device
-        y = tags if isinstance(tags, Tensor) else np.array(tags, dtype=np.int64)
         if tuple(y.shape) != (N, T):
             raise ValueError(f"SequenceTagger.loss: tags must have shape {(N, T)} like the "
                              f"ids, got {y.shape}")
@@ -336,6 +338,26 @@ class SequenceTagger(Module):
             lens = _lengths(lengths, N, T, "SequenceTagger")
             pred[np.arange(T)[None, :] >= lens[:, None]] = IGNORE_INDEX
         return pred
+
+
+def _integer_tags(tags: Any, owner: str) -> Any:
+    """Integer tags as given (a Tensor stays on its device) or as a fresh int64 host copy
+    (the caller edits it); TypeError for any other dtype, naming ``owner`` and the dtype."""
+    if isinstance(tags, Tensor):
+        if np.dtype(tags.dtype).kind not in "iu":
+            raise TypeError(f"{owner}: tags must hold integer tag ids, got a Tensor of dtype "
+                            f"{tags.dtype}")
+        return tags
+    try:
+        arr = np.asarray(tags)
+    except ValueError as err:                   # ragged nesting
+        raise ValueError(f"{owner}: tags must be an (N, T) array of integer tag ids, got "
+                         f"rows of different lengths") from err
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{owner}: tags must hold integer tag ids, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{owner}: tag id {int(arr.max())} does not fit in int64")
+    return arr.astype(np.int64)                 # a copy: padded steps are edited in it
 
 
 class _Inference:
