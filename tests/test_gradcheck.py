@@ -163,6 +163,16 @@ def test_float32_input_refused_with_explanation():
     assert ".double()" in msg
 
 
+def test_float16_refusal_names_float16():
+    """Regression: the refusal of a float16 input explained float32's numbers."""
+    x = tr.Tensor(np.array([0.1, 0.2], dtype=np.float16), requires_grad=True)
+    with pytest.raises(TypeError) as info:
+        tr.gradcheck(lambda t: t.tanh(), x)
+    msg = str(info.value)
+    assert "dtype float16" in msg and "In float16 (unit round-off u = 0.00049)" in msg
+    assert "float32" not in msg
+
+
 def test_float32_output_refused():
     x = t64([0.1, 0.2])
     with pytest.raises(TypeError, match="output 0 has dtype float32"):
@@ -283,6 +293,49 @@ def test_callers_tensors_and_grads_untouched(mode, broken):
     assert a.requires_grad and b.requires_grad and a.is_leaf and b.is_leaf
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+@pytest.mark.parametrize("broken", [False, True])
+def test_tensors_fn_captures_keep_their_grad(mode, broken):
+    """Regression: every backward pass of the check wrote into the .grad of the parameters
+    fn captures, so an optimizer step after a check used junk gradients. Also when the
+    check fails and raises, and for a captured non-leaf that retains its gradient."""
+    m = tr.nn.Linear(3, 2, dtype=np.float64, generator=0)
+    m.bias.grad = np.full(2, 5.0)
+    bias_grad = m.bias.grad
+    scale = t64([0.5, 2.0])
+    hidden = scale * 3.0                     # a non-leaf made outside fn, retaining its grad
+    hidden.retain_grad()
+    x = random64(np.random.default_rng(1), 4, 3)
+    op = TanhScaledBy2 if broken else TanhScaled
+
+    def fn(t):
+        return op.apply(m(t)) * hidden
+
+    if broken:
+        with pytest.raises(tr.GradcheckError):
+            tr.gradcheck(fn, x, mode=mode)
+    else:
+        assert tr.gradcheck(fn, x, mode=mode)
+    assert m.weight.grad is None and scale.grad is None and hidden.grad is None
+    assert m.bias.grad is bias_grad and np.all(bias_grad == 5.0)
+
+
+def test_grads_preserved_walks_deep_graphs_without_recursion():
+    """The graph walk of grads_preserved is iterative: a 10,000-op chain at the default
+    recursion limit."""
+    from tinygrad_rnn.gradcheck import graph_tensors, grads_preserved
+
+    w = t64([1.0])
+    y = t64([0.5])
+    for _ in range(10_000):
+        y = y * w
+    assert len(graph_tensors([y])) == 2
+    with grads_preserved([y]):
+        y.sum().backward()
+        assert w.grad is not None
+    assert w.grad is None
+
+
 # ----------------------------------------------------------------------------- outputs
 def test_multiple_and_nested_outputs():
     rng = np.random.default_rng(5)
@@ -342,6 +395,26 @@ def test_bad_mode_and_eps_are_errors():
         tr.gradcheck(lambda t: t, t64([1.0]), mode="sideways")
     with pytest.raises(ValueError, match="eps"):
         tr.gradcheck(lambda t: t, t64([1.0]), eps=0.0)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"atol": -1.0}, ValueError, "atol must be non-negative, got -1"),
+    ({"rtol": -1e-3}, ValueError, "rtol must be non-negative, got -0.001"),
+    ({"atol": np.nan}, ValueError, "atol must be non-negative, got nan"),
+    ({"atol": "1e-5"}, TypeError, "atol must be a real number, got str"),
+    ({"n_directions": 2.5, "mode": "directional"}, TypeError,
+     "n_directions must be an integer, got float 2.5"),
+    ({"n_directions": True, "mode": "directional"}, TypeError,
+     "n_directions must be an integer, got bool"),
+    ({"n_directions": 0, "mode": "directional"}, ValueError,
+     "n_directions must be at least 1, got 0"),
+])
+def test_bad_tolerances_and_directions_are_errors(kwargs, error, message):
+    """Regression: a negative atol was accepted and then failed every entry confusingly;
+    n_directions=2.5 gave a bare TypeError from range()."""
+    with pytest.raises(error, match=re.escape(f"gradcheck: {message}")):
+        tr.gradcheck(lambda t: t * t, t64([1.0, 2.0]), **kwargs)
+    assert tr.gradcheck(lambda t: t * t, t64([1.0, 2.0]), atol=0.0, rtol=1e-6)  # 0 is fine
 
 
 # ----------------------------------------------------------------------------- reports

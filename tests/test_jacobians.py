@@ -273,3 +273,25 @@ def test_jacobian_rows_are_reverse_mode_gradients() -> None:
     onehot = np.array([0.0, 1.0, 0.0])
     fn(xt).backward(onehot)
     np.testing.assert_array_equal(full[1], xt.grad)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_explicit_jacobians_refuse_a_0d_input(name: str) -> None:
+    """Regression: a 0-d input gave "tuple index out of range"."""
+    _, jac_fn, _ = OPS[name]
+    for y in (np.float64(0.5), np.array(0.5), tr.Tensor(np.array(0.5))):
+        with pytest.raises(ValueError, match=rf"jacobians\.{name}: y is 0-d.*reshape\(1\)"):
+            jac_fn(y)
+    assert jac_fn(np.array([0.5])).shape == (1, 1)
+
+
+def test_jacobian_leaves_captured_parameters_grad_alone() -> None:
+    """The backward passes of tr.jacobian reach the parameters fn captures too; their .grad
+    is given back afterwards."""
+    m = tr.nn.Linear(3, 2, dtype=np.float64, generator=0)
+    m.bias.grad = np.array([1.0, 2.0])
+    bias_grad = m.bias.grad
+    jac = tr.jacobian(lambda t: m(t), np.array([0.1, 0.2, 0.3]))
+    np.testing.assert_array_equal(jac, m.weight.data)
+    assert m.weight.grad is None and m.bias.grad is bias_grad
+    np.testing.assert_array_equal(bias_grad, [1.0, 2.0])

@@ -4,7 +4,11 @@
   dL/dc_t) read through ``retain_grad`` on a cell unrolled on the autograd path (1e-10);
 * ``GradientMonitor``: history shapes; per-parameter norms are ``np.linalg.norm`` of the
   gradients; the global norm before and after ``clip_grad_norm_``; identical numbers for the
-  fused and the autograd engines;
+  fused and the autograd engines; rows of ``state_norms`` aligned with the steps (calls
+  joined, no_grad passes ignored, NaN rows for steps without data); padded positions left
+  out of the per-step norms; unknown module names, layers, directions and kinds refused;
+* the analysis functions refuse what they cannot handle (stacked or empty matrices, the
+  LSTM's (h0, c0) pair, wrong shapes, 2-D norms) with errors naming it;
 * ``step_jacobians`` (Elman tanh/relu, GRU reset after/before, LSTM plain/peephole/coupled)
   equal ``tr.jacobian`` of one step, and ``jacobian_products`` equal the norms of
   ``tr.jacobian`` of the unrolled map from s_t to s_T (1e-10);
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,7 +228,6 @@ def test_gradient_monitor_history_shapes_and_values() -> None:
             np.testing.assert_array_equal(grid[i, :T], log[kind][i])
             assert np.all(np.isnan(grid[i, T:]))             # shorter sequences: NaN padding
     assert np.array_equal(monitor.state_norms("rnn"), monitor.state_norms(), equal_nan=True)
-    assert monitor.state_norms("rnn", layer=1).shape == (0, 0)
 
 
 def test_gradient_monitor_numbers_are_identical_for_both_engines() -> None:
@@ -302,6 +306,80 @@ def test_monitor_records_an_empty_sequence(engine: str) -> None:
     monitor.record()
     assert monitor.state_norms().shape == (1, 0)
     assert monitor.global_norms()[0].tolist() == [0.0]   # no parameter was used
+
+
+def test_state_norms_refuses_unknown_keys_and_lists_the_valid_ones() -> None:
+    """Regression: an unknown module, layer, direction or kind gave an empty (0, 0) array."""
+    gru = GRU(3, 2, num_layers=2, dtype=np.float64)
+    monitor = mon.GradientMonitor(gru)
+    out, _ = gru(tr.Tensor(np.ones((4, 1, 3))))
+    out.sum().backward()
+    monitor.record()
+    assert monitor.state_norms("(model)", layer=1).shape == (1, 4)   # a bare layer's name
+    with pytest.raises(ValueError, match=r"no recurrent module named 'rnn'.*\['\(model\)'\]"):
+        monitor.state_norms("rnn")
+    valid = r"\[\(0, 0, 'h'\), \(1, 0, 'h'\)\]"
+    for kwargs in ({"kind": "c"}, {"layer": 2}, {"direction": 1}):
+        with pytest.raises(ValueError, match=valid):
+            monitor.state_norms(**kwargs)
+    with pytest.raises(TypeError, match="layer must be an integer"):
+        monitor.state_norms(layer=1.0)
+    empty = mon.GradientMonitor(tr.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="no recurrent module"):
+        empty.state_norms()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_state_norms_rows_stay_aligned_with_the_steps(engine: str) -> None:
+    """Regression: two calls before one backward kept only the last call's steps, and a
+    forward under no_grad between backward and record made that step record no row, so
+    the rows of state_norms no longer matched the steps."""
+    gru = GRU(2, 3, engine=engine, dtype=np.float64, generator=1)
+    monitor = mon.GradientMonitor(gru)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (6, 1, 2))
+    out, _ = gru(tr.Tensor(x))                               # step 0: one call, 6 steps
+    out.sum().backward()
+    monitor.record()
+    whole = monitor.state_norms()[0]
+    gru.zero_grad()                                          # step 1: 4 + 2 steps, two calls
+    o1, h1 = gru(tr.Tensor(x[:4]))
+    o2, _ = gru(tr.Tensor(x[4:]), h1)
+    (o1.sum() + o2.sum()).backward()
+    with tr.no_grad():                                       # a validation pass
+        gru(tr.Tensor(x))
+    monitor.record()
+    monitor.record()                                         # step 2: no new backward
+    grid = monitor.state_norms()
+    assert grid.shape == (monitor.steps, 6) == (3, 6)
+    np.testing.assert_allclose(grid[1], whole, rtol=SAME)    # the segments, joined
+    assert np.isnan(grid[2]).all()                           # no data: a NaN row
+    assert monitor.global_norms()[0].shape == (3,)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_padded_positions_are_left_out_of_the_per_step_norms(engine: str) -> None:
+    """The layer stores the carried gradient at padded steps (test_state_grads.py); the
+    norms leave those positions out, so a short sequence's final-state gradient does not
+    show up at late steps, and a step no sequence reaches is NaN."""
+    gru = GRU(3, 2, engine=engine, dtype=np.float64, generator=2)
+    monitor = mon.GradientMonitor(gru)
+    rng = np.random.default_rng(3)
+    lengths = np.array([4, 2, 0])
+    _, h_n = gru(tr.Tensor(rng.uniform(-1, 1, (5, 3, 3))), lengths=lengths)
+    (h_n * tr.Tensor(rng.standard_normal(h_n.shape))).sum().backward()
+    monitor.record()
+    g = gru.state_grads[(0, 0)]["h"]
+    want = [np.linalg.norm(g[t, t < lengths]) for t in range(4)] + [np.nan]
+    got = monitor.state_norms()[0]
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    np.testing.assert_allclose(mon.state_grad_norms(g, lengths), want, rtol=1e-15)
+    # counted, the carried gradients would dominate: the full norm at t = 3 includes the
+    # final-state gradients of the sequences of length 2 and 0
+    assert mon.state_grad_norms(g)[3] > 1.5 * got[3]
+    assert mon.gradient_horizon(got, 1e-2) == mon.gradient_horizon(got[:4], 1e-2)
+    with pytest.raises(ValueError, match=r"lengths of shape \(2,\) do not match"):
+        mon.state_grad_norms(g, [1, 2])
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,6 +516,35 @@ def test_jacobian_products_of_no_steps() -> None:
     np.testing.assert_array_equal(mon.jacobian_products([]), [1.0])
 
 
+def test_step_jacobians_validate_states_shapes_and_sample() -> None:
+    """Regression: the (h0, c0) pair LSTM.forward takes was turned into one array (c0
+    ignored, Jacobians off by 0.1), a state for the wrong batch size was accepted, wrong
+    sizes gave raw NumPy errors and a bad sample a bare IndexError."""
+    lstm = LSTM(3, 4, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (5, 2, 3))
+    h0, c0 = rng.uniform(-1, 1, (1, 2, 4)), rng.uniform(-1, 1, (1, 2, 4))
+    with pytest.raises(TypeError, match=r"step_jacobians: h0 must be one array.*c0=\.\.\."):
+        mon.step_jacobians(lstm, x, h0=(h0, c0), sample=1)
+    with pytest.raises(ValueError, match=r"h0 of shape \(7, 4\) .* N = 2"):
+        mon.step_jacobians(lstm, x, h0=np.zeros((7, 4)))
+    with pytest.raises(ValueError, match=r"c0 of shape \(1, 2, 5\)"):
+        mon.step_jacobians(lstm, x, c0=np.zeros((1, 2, 5)))
+    with pytest.raises(ValueError, match=r"x of shape \(5, 2, 7\) .* input size 3"):
+        mon.step_jacobians(lstm, rng.uniform(-1, 1, (5, 2, 7)))
+    with pytest.raises(ValueError, match=r"sample 2 is out of range .* N = 2"):
+        mon.step_jacobians(lstm, x, sample=2)
+    with pytest.raises(TypeError, match="sample must be an integer"):
+        mon.step_jacobians(lstm, x, sample=1.0)
+    with pytest.raises(ValueError, match="GRU has none"):
+        mon.step_jacobians(GRU(3, 4), x, c0=c0)
+    # the accepted forms of one state give the same Jacobians
+    want = mon.step_jacobians(lstm, x, h0=h0, c0=c0, sample=1)
+    for h, c in ((h0[0], c0[0]), (h0[0, 1], c0[0, 1]), (tr.Tensor(h0), tr.Tensor(c0))):
+        got = mon.step_jacobians(lstm, x, h0=h, c0=c, sample=1)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
 # --------------------------------------------------------------------------------------------
 # spectrum and the Pascanu bound
 # --------------------------------------------------------------------------------------------
@@ -454,7 +561,24 @@ def test_spectral_radius_and_singular_values() -> None:
     assert s[0] > s[1] and s[0] > 10
     b = mon.pascanu_bound(a, [0, 1, 2, 5], gamma=0.25)
     np.testing.assert_allclose(b, (0.25 * s[0]) ** np.array([0.0, 1.0, 2.0, 5.0]), rtol=1e-13)
-    assert mon.spectral_radius(np.zeros((0, 0))) == 0.0
+
+
+def test_spectrum_functions_refuse_stacked_empty_and_batched_matrices() -> None:
+    """Regression: a stacked GRU weight_hh gave NumPy's "must be square", an empty (0, 3)
+    matrix 0.0 and a (2, 3, 3) batch 3.0 silently; pascanu_bound of an empty matrix a bare
+    IndexError."""
+    gru = GRU(3, 4)
+    with pytest.raises(ValueError, match=r"spectral_radius: W of shape \(12, 4\) is not "
+                                         r"square.*one 4 x 4 block per gate"):
+        mon.spectral_radius(gru.weight_hh_l0)
+    assert mon.spectral_radius(gru.weight_hh_l0[4:8]) > 0          # one gate's block
+    for shape in ((0, 3), (0, 0), (2, 3, 3), (3,)):
+        with pytest.raises(ValueError, match=rf"spectral_radius: .*{re.escape(str(shape))}"):
+            mon.spectral_radius(np.ones(shape))
+        with pytest.raises(ValueError, match=rf"singular_values: .*{re.escape(str(shape))}"):
+            mon.singular_values(np.ones(shape))
+        with pytest.raises(ValueError, match=rf"pascanu_bound: .*{re.escape(str(shape))}"):
+            mon.pascanu_bound(np.ones(shape), [1])
 
 
 @given(w=recurrent_weights(st.integers(1, 5), 2, spectral_radius=(0.2, 1.6), kind="rescaled",
@@ -552,6 +676,38 @@ def test_gradient_horizon_when_the_norm_never_falls() -> None:
     assert mon.gradient_horizon(1.1 ** np.arange(30.0)[::-1]) == 30   # exploding
     assert mon.gradient_horizon(np.ones(12)) == 12
     assert mon.gradient_horizon([]) == 0
+
+
+def test_fit_decay_rate_refuses_what_it_cannot_fit() -> None:
+    """Regression: mismatched distances gave an IndexError, and norms all at one distance
+    a number with only a RankWarning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                     # no RankWarning on the way
+        with pytest.raises(ValueError, match="two distinct distances"):
+            mon.fit_decay_rate([1.0, 0.5], distances=[1, 1])
+        with pytest.raises(ValueError, match="2 distances for 3 norms"):
+            mon.fit_decay_rate([1.0, 0.5, 0.25], distances=[0, 1])
+        with pytest.raises(ValueError, match=r"norms must be 1-D .* shape \(2, 3\)"):
+            mon.fit_decay_rate(np.ones((2, 3)))
+        with pytest.raises(ValueError, match="distances must be finite"):
+            mon.fit_decay_rate([1.0, 0.5], distances=[0, np.nan])
+
+
+def test_gradient_horizon_of_a_nan_padded_row() -> None:
+    """Regression: state_norms pads shorter rows with NaN, and the horizon took the NaN
+    padding as its reference value; a (steps, T) array gave a raw NumPy error."""
+    rows = np.array([[0.04, 0.24, 0.34, 0.44, 0.82, 1.73],
+                     [0.31, 0.81, 1.73, np.nan, np.nan, np.nan]])
+    assert mon.gradient_horizon(rows[1], 0.2) == mon.gradient_horizon(rows[1, :3], 0.2) == 2
+    assert mon.gradient_horizon(rows[0], 0.2) == 3
+    with pytest.raises(ValueError, match=r"norms must be 1-D .* shape \(2, 6\).*norms\[i\]"):
+        mon.gradient_horizon(rows)
+    with pytest.raises(ValueError, match="NaN at step 1, before the last value"):
+        mon.gradient_horizon([1.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match="all 3 norms are NaN"):
+        mon.gradient_horizon(np.full(3, np.nan))
+    with pytest.raises(ValueError, match="fraction must be a positive number"):
+        mon.gradient_horizon([1.0, 2.0], fraction=0.0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -218,6 +218,30 @@ def test_token_ids_feed_an_embedding(ids, data):
     np.testing.assert_array_equal(out.data, w.data[ids])
 
 
+def test_token_ids_invalid_range_is_clipped_to_the_dtype():
+    """Regression: invalid ids beyond what int8 holds raised an OverflowError."""
+    seen = set()
+
+    @settings(max_examples=200, database=None)
+    @given(token_ids(100, dtype=np.int8, allow_invalid=True))
+    def draw(ids):
+        assert ids.dtype == np.int8
+        seen.update(ids.ravel().tolist())
+
+    draw()
+    assert min(seen) >= -102 and max(seen) <= 127
+    assert min(seen) < 0 and max(seen) >= 100               # both invalid ranges drawn
+    found = find(token_ids(250, dtype=np.uint8, require_invalid=True), lambda a: True)
+    assert np.any((found >= 250) & (found <= 255))
+    with pytest.raises(ValueError, match="no invalid id to draw"):
+        token_ids(256, dtype=np.uint8, allow_invalid=True)
+    with pytest.raises(ValueError, match="largest uint8 is 255"):
+        token_ids(300, dtype=np.uint8)
+    for bad in (2.0, True):
+        with pytest.raises(TypeError, match="vocab_size must be an integer"):
+            token_ids(bad)
+
+
 # ============================================================================= test ops
 class Tanh64(tr.Function):
     """A user-defined tanh, correct."""
@@ -523,7 +547,8 @@ def test_nondeterministic_forward_is_caught():
     rng = np.random.default_rng(0)
     report = check_function(lambda t: t * rng.standard_normal(), _x(), raise_exception=False)
     assert not report["deterministic"].passed
-    assert "differs between two identical forward calls" in report["deterministic"].detail
+    assert "differs between the identical forward calls 1 and 3" in \
+        report["deterministic"].detail
 
 
 def test_directional_mode_catches_broken_backward():
@@ -594,6 +619,122 @@ def test_check_module_detects_a_copy_that_shares_parameters():
     assert np.array_equal(m64.weight.data, before) and m64.weight.grad is None
 
 
+# ============================================================================= caller's tensors
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_check_function_leaves_captured_parameters_grad_alone(mode):
+    """Regression: the check's many backward passes left junk in the .grad of every
+    parameter fn captures; an optimizer step after a check used it."""
+    m = tr.nn.Linear(3, 2, dtype=np.float64, generator=0)
+    m.bias.grad = np.full(2, 5.0)
+    bias_grad = m.bias.grad
+    report = check_function(lambda t: m(t).tanh(), _x(), mode=mode)
+    assert report.passed
+    assert m.weight.grad is None and m.bias.grad is bias_grad and np.all(bias_grad == 5.0)
+    # also when the check fails
+    report = check_function(lambda t: WrongFormula.apply(m(t)), _x(), mode=mode,
+                            raise_exception=False)
+    assert not report.passed and m.weight.grad is None and m.bias.grad is bias_grad
+
+
+def test_check_module_leaves_tensors_outside_its_parameters_alone():
+    """A module checked in place (no deep copy) that also uses a tensor it does not list in
+    named_parameters: that tensor's .grad is left as it was."""
+    class NoCopyWithScale(StandIn):
+        def __init__(self):
+            super().__init__(dtype=np.float64)
+            self.scale = t64([1.5, 0.5, 2.0])                  # not listed as a parameter
+
+        def __deepcopy__(self, memo):
+            raise RuntimeError("cannot copy")
+
+        def __call__(self, x):
+            return super().__call__(x) * self.scale
+
+    m = NoCopyWithScale()
+    assert check_module(m, _module_input()).passed
+    assert m.scale.grad is None and m.weight.grad is None and m.bias.grad is None
+
+
+def test_check_function_blames_a_forward_mutation_on_forward_only():
+    """Regression: a write made during forward was reported for backward too."""
+    def fn(t, c):
+        c += 1.0                                               # forward writes the constant
+        return t * tr.Tensor(c.copy())
+
+    c = np.ones((2, 3))
+    report = check_function(fn, _x(), c, raise_exception=False)
+    assert report["inputs not mutated"].detail == "input 1 was modified in place during forward"
+    assert np.all(c == 1.0)                                    # the caller's array: a copy ran
+
+
+class MaskWriter(tr.Function):
+    """x * mask whose backward writes into the keyword constant ``mask``."""
+
+    @staticmethod
+    def forward(ctx, x, mask=None):
+        ctx.mask = mask
+        return x * mask
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        out = grad_out * ctx.mask
+        ctx.mask += 1.0
+        return out
+
+
+def test_check_op_copies_and_watches_keyword_array_constants():
+    """Regression: keyword array constants (masks) were neither copied nor checked: a
+    backward that wrote into mask= changed the caller's array, and the failure was blamed
+    on randomness."""
+    mask = np.ones((2, 3))
+    report = check_op(MaskWriter, _x(), options=CheckOptions(raise_exception=False), mask=mask)
+    assert np.all(mask == 1.0)
+    assert report["inputs not mutated"].detail == \
+        "keyword constant 'mask' was modified in place during backward"
+    assert report["deterministic"].passed
+    assert report["caller's objects untouched"].passed
+    # a correct op with a mask passes
+    assert check_op(tr.ops.Softmax, _x(), axis=-1, mask=np.array([True, False, True])).passed
+
+
+class CountingOp(tr.Function):
+    """2x whose backward is off by 1% on every ``period``-th call (a result that depends on
+    how many calls came before)."""
+
+    calls = 0
+    period = 2
+
+    @staticmethod
+    def forward(ctx, x):
+        CountingOp.calls += 1
+        ctx.wrong = CountingOp.calls % CountingOp.period == 1
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return 2 * grad_out * (1.01 if ctx.wrong else 1.0)
+
+
+@pytest.mark.parametrize("period", [2, 3])
+def test_check_op_catches_a_backward_that_depends_on_call_order(period, monkeypatch):
+    """Regression: the determinism check compared calls 1 and 3 only, so a backward wrong on
+    every other call passed every check."""
+    monkeypatch.setattr(CountingOp, "calls", 0)
+    monkeypatch.setattr(CountingOp, "period", period)
+    report = check_op(CountingOp, _x(), options=CheckOptions(raise_exception=False))
+    assert not report.passed and not report["deterministic"].passed
+    assert "differs between the identical backward calls" in report["deterministic"].detail
+
+
+def test_check_options_refuse_bad_settings():
+    for kwargs, message in (({"atol": -1.0}, "atol must be non-negative"),
+                            ({"rtol": np.nan}, "rtol must be non-negative"),
+                            ({"n_directions": 2.5}, "n_directions must be an integer"),
+                            ({"max_full_size": -1}, "max_full_size must be a non-negative")):
+        with pytest.raises((ValueError, TypeError), match=f"CheckOptions: {message}"):
+            CheckOptions(**kwargs)
+
+
 # ============================================================================= refusals
 @pytest.mark.parametrize("checker", ["function", "op", "module_input"])
 def test_checkers_refuse_float32(checker):
@@ -662,6 +803,50 @@ def test_check_jacobian_catches_consistently_wrong_pair():
                             raise_exception=False)
     assert report["backward(g) == J^T g"].passed
     assert not report["J u == finite difference"].passed
+
+
+class NaNAtColumn2(Tanh64):
+    @staticmethod
+    def backward(ctx, grad_out):
+        (y,) = ctx.saved_arrays
+        out = grad_out * (1 - y * y)
+        out[..., 2] = np.nan
+        return out
+
+
+class AllNaN(Tanh64):
+    @staticmethod
+    def backward(ctx, grad_out):
+        return grad_out * np.nan
+
+
+def test_check_jacobian_reports_the_nan_element():
+    """Regression: a partly-NaN backward was reported at a correct element, and an all-NaN
+    one crashed with "All-NaN slice encountered" even with raise_exception=False."""
+    x = np.random.default_rng(0).standard_normal((2, 4))
+    report = check_jacobian(NaNAtColumn2, tr.jacobians.tanh, x, raise_exception=False,
+                            check_numeric=False)
+    assert "at element (0, 2): backward nan" in report["backward(g) == J^T g"].detail
+    report = check_jacobian(AllNaN, tr.jacobians.tanh, x, raise_exception=False)
+    assert "at element (0, 0): backward nan" in report["backward(g) == J^T g"].detail
+
+    def nan_jacobian(y):
+        jac = tr.jacobians.tanh(y)
+        jac[1, 3, 3] = np.nan
+        return jac
+
+    report = check_jacobian(tr.ops.Tanh, nan_jacobian, x, raise_exception=False)
+    assert "at element (1, 3)" in report["backward(g) == J^T g"].detail
+    assert "output element (1, 3): J u nan" in report["J u == finite difference"].detail
+
+
+def test_check_jacobian_leaves_captured_parameters_grad_alone():
+    m = tr.nn.Linear(3, 3, dtype=np.float64, generator=0)
+    x = np.random.default_rng(1).standard_normal((2, 3))
+    assert check_jacobian(lambda t: m(t).tanh(),
+                          lambda v: (1 - np.tanh(v @ m.weight.data.T + m.bias.data) ** 2)[
+                              ..., :, None] * m.weight.data, x, at="input").passed
+    assert m.weight.grad is None and m.bias.grad is None
 
 
 def test_check_jacobian_wrong_shape():

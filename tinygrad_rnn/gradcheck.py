@@ -36,8 +36,9 @@ float32 input.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -154,6 +155,52 @@ def flatten_outputs(out: Any) -> list:
     return flat
 
 
+def graph_tensors(outputs: Sequence[Tensor]) -> list[Tensor]:
+    """Every tensor whose ``.grad`` a backward pass from ``outputs`` may write: the leaves
+    that require a gradient (inputs, and parameters that ``fn`` captures) and the
+    intermediate tensors that called ``retain_grad()``. An iterative walk of the graph
+    (unrolled recurrences are deeper than Python's recursion limit)."""
+    found: dict[int, Tensor] = {}
+    stack = []
+    for o in outputs:
+        if o.grad_fn is None:
+            if o.requires_grad:
+                found[id(o)] = o
+        else:
+            stack.append(o.grad_fn)
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node.released:  # a freed node keeps no inputs
+            continue
+        seen.add(id(node))
+        for ref in (node.out_retain or {}).values():
+            t = ref()
+            if t is not None:
+                found[id(t)] = t
+        for t in node.inputs:
+            if t.grad_fn is not None:
+                stack.append(t.grad_fn)
+            elif t.requires_grad:
+                found[id(t)] = t
+    return list(found.values())
+
+
+@contextmanager
+def grads_preserved(outputs: Sequence[Tensor]) -> Iterator[None]:
+    """On leaving the block (normally or by an exception), give every tensor of
+    :func:`graph_tensors` back the ``.grad`` it had on entering: the backward passes a
+    check runs inside the block leave no trace. Read the gradients you need inside the
+    block. Restoring the reference is enough: the engine never writes into an existing
+    ``.grad`` array, it replaces it."""
+    saved = [(t, t.grad) for t in graph_tensors(outputs)]
+    try:
+        yield
+    finally:
+        for t, g in saved:
+            t.grad = g
+
+
 def _below_float64(dtype: Any) -> bool:
     """True for float dtypes less precise than float64 (float16, float32)."""
     return np.finfo(dtype).eps > np.finfo(np.float64).eps
@@ -175,12 +222,14 @@ def _float_outputs(fn: Callable, args: Sequence[Any]) -> list:
 
 def _refuse_low_precision(k: int, x: Tensor) -> None:
     if _below_float64(x.dtype):
+        u = float(np.finfo(x.dtype).eps) / 2  # unit round-off of the input's dtype
         raise TypeError(
             f"gradcheck: input {k} has dtype {x.dtype}; finite differences need float64. In "
-            f"float32 (unit round-off 6e-8) the round-off error of a central difference at "
-            f"eps=1e-6 is about 6% of |f|, and even the best step (eps ~ 4e-3) leaves "
-            f"errors near 1e-5 |f|, so the check would be meaningless. Convert with "
-            f".double(), and check float32 code against the float64 result instead."
+            f"{x.dtype} (unit round-off u = {u:.2g}) the round-off error of a central "
+            f"difference at eps=1e-6 is about u/eps = {u / 1e-6:.2g} |f|, and even the best "
+            f"step (eps ~ u^(1/3) = {u ** (1 / 3):.2g}) leaves errors near u^(2/3) = "
+            f"{u ** (2 / 3):.2g} |f|, so the check would be meaningless. Convert with "
+            f".double(), and check {x.dtype} code against the float64 result instead."
         )
 
 
@@ -201,13 +250,35 @@ def _prepare(inputs: Any) -> tuple[list, list[int]]:
     return args, diff
 
 
-def _check_settings(mode: str, eps: float, n_directions: int) -> None:
+def _check_settings(mode: str, eps: Any, atol: Any, rtol: Any, n_directions: Any) -> None:
     if mode not in _MODES:
         raise ValueError(f"gradcheck: mode must be 'full' or 'directional', got {mode!r}")
-    if not eps > 0:
-        raise ValueError(f"gradcheck: eps must be positive, got {eps}")
-    if mode == "directional" and n_directions < 1:
-        raise ValueError(f"gradcheck: n_directions must be at least 1, got {n_directions}")
+    check_settings("gradcheck", eps, atol, rtol, n_directions)
+
+
+def check_settings(where: str, eps: Any, atol: Any, rtol: Any, n_directions: Any) -> None:
+    """Refuse numeric settings that would make a check meaningless, naming ``where`` (the
+    caller) and the offending value: a step ``eps`` that is not a positive number, negative
+    or NaN tolerances (no entry could pass, or every one would), a number of directions
+    that is not a positive integer."""
+    _positive_number(where, "eps", eps, allow_zero=False)
+    _positive_number(where, "atol", atol, allow_zero=True)
+    _positive_number(where, "rtol", rtol, allow_zero=True)
+    if isinstance(n_directions, bool) or not isinstance(n_directions, (int, np.integer)):
+        raise TypeError(f"{where}: n_directions must be an integer, got "
+                        f"{type(n_directions).__name__} {n_directions!r}")
+    if n_directions < 1:
+        raise ValueError(f"{where}: n_directions must be at least 1, got {n_directions}")
+
+
+def _positive_number(where: str, name: str, value: Any, allow_zero: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: {name} must be a real number, got "
+                        f"{type(value).__name__} {value!r}")
+    ok = value >= 0 if allow_zero else value > 0  # False for NaN
+    if not ok:
+        bound = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{where}: {name} must be {bound}, got {value}")
 
 
 # ----------------------------------------------------------------------------- public entry
@@ -225,16 +296,20 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
         raises ``TypeError`` explaining why; ``longdouble`` is accepted too); anything else
         (constants, integer tensors, NumPy arrays) is passed through unchanged. The checked
         tensors are copied: the caller's tensors and their ``.grad`` are never touched.
+        Tensors that ``fn`` captures (a module's parameters) get the backward passes'
+        gradients too; their ``.grad`` is restored after every backward pass, also when the
+        check fails or raises, so an optimizer step after a check sees the old gradients.
     eps : float
         Finite-difference step; 1e-6 is near the optimum u^(1/3) for float64.
     atol, rtol : float
-        An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|``.
+        An entry passes when ``|analytic - numeric| <= atol + rtol * |numeric|``; both
+        non-negative.
     mode : {'full', 'directional'}
         ``'full'`` compares every Jacobian entry (2 evaluations per input element, 1 backward
         per output element); ``'directional'`` compares ``n_directions`` random projections
         v^T J u (2 evaluations and 1 backward each), for large inputs.
     n_directions : int
-        Number of random directions in directional mode.
+        Number of random directions in directional mode (a positive integer).
     seed : int
         Seed of the random directions and output weights (directional mode).
     raise_exception : bool
@@ -254,7 +329,9 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
     TypeError
         When a checked input or a floating-point output is less precise than float64.
     ValueError
-        When no input requires a gradient, or for an unknown ``mode``.
+        When no input requires a gradient, for an unknown ``mode``, a non-positive ``eps``,
+        a negative ``atol`` or ``rtol``, or ``n_directions`` below 1 (``TypeError`` when it
+        is not an integer).
 
     Examples
     --------
@@ -264,7 +341,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
     >>> tr.gradcheck(lambda t: (t * t).tanh(), x)
     True
     """
-    _check_settings(mode, eps, n_directions)
+    _check_settings(mode, eps, atol, rtol, n_directions)
     args, diff = _prepare(inputs)
     labels = {k: f"input {k}" for k in diff}
     return check_leaves(fn, args, diff, labels, eps=eps, atol=atol, rtol=rtol, mode=mode,
@@ -279,10 +356,12 @@ def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: di
 
     ``args[k]`` for ``k`` in ``diff`` must be float64 leaf Tensors that ``fn(*args)`` uses
     (directly or, for a module, through its parameters); they are perturbed in place and
-    restored exactly, and their ``.grad`` is overwritten. ``labels[k]`` names ``args[k]`` in
-    messages. Most users want :func:`gradcheck`, which copies the inputs first.
+    restored exactly. The ``.grad`` of every tensor the outputs depend on, these leaves
+    included, is restored after each backward pass (:func:`grads_preserved`). ``labels[k]``
+    names ``args[k]`` in messages. Most users want :func:`gradcheck`, which copies the
+    inputs first.
     """
-    _check_settings(mode, eps, n_directions)
+    _check_settings(mode, eps, atol, rtol, n_directions)
     for k in diff:
         _refuse_low_precision(k, args[k])
     if mode == "full":
@@ -335,15 +414,16 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
         per_in = [np.zeros((o.size, args[k].size)) for k in diff]
         if o.requires_grad:
             xp = get_array_module(o.data)
-            for i in range(o.size):
-                for k in diff:
-                    args[k].grad = None
-                onehot = xp.zeros(o.size, dtype=o.dtype)
-                onehot[i] = 1
-                o.backward(onehot.reshape(o.shape), retain_graph=True)
-                for j, k in enumerate(diff):
-                    if args[k].grad is not None:
-                        per_in[j][i] = _host(args[k].grad).ravel()
+            with grads_preserved([o]):
+                for i in range(o.size):
+                    for k in diff:
+                        args[k].grad = None
+                    onehot = xp.zeros(o.size, dtype=o.dtype)
+                    onehot[i] = 1
+                    o.backward(onehot.reshape(o.shape), retain_graph=True)
+                    for j, k in enumerate(diff):
+                        if args[k].grad is not None:
+                            per_in[j][i] = _host(args[k].grad).ravel()
         analytic.append(per_in)
     del outs
 
@@ -389,17 +469,18 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
 # ----------------------------------------------------------------------------- directional
 def _vjp_dot(fn: Callable, args: list, diff: list[int], vs: list, us: list) -> list[float]:
     """Per checked input k: the analytic <dL/dx_k, u_k> with L = sum_o <v_o, out_o>."""
-    for k in diff:
-        args[k].grad = None
     outs = _float_outputs(fn, args)
-    for o, v in zip(outs, vs):
-        if o.requires_grad:
-            xp = get_array_module(o.data)
-            o.backward(xp.asarray(v), retain_graph=True)
     dots = []
-    for k, u in zip(diff, us):
-        g = args[k].grad
-        dots.append(0.0 if g is None else float((_host(g) * u).sum()))
+    with grads_preserved(outs):
+        for k in diff:
+            args[k].grad = None
+        for o, v in zip(outs, vs):
+            if o.requires_grad:
+                xp = get_array_module(o.data)
+                o.backward(xp.asarray(v), retain_graph=True)
+        for k, u in zip(diff, us):
+            g = args[k].grad
+            dots.append(0.0 if g is None else float((_host(g) * u).sum()))
     return dots
 
 

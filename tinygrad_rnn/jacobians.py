@@ -1,7 +1,8 @@
 """Explicit Jacobian matrices, for study and for checking the hand-written VJPs.
 
 Each function takes the quantity the derivative is written in (the op's *output* for
-softmax, log_softmax, tanh and sigmoid; relu's output works since y > 0 exactly where x > 0)
+softmax, log_softmax, tanh and sigmoid; relu's output works since y > 0 exactly where x > 0),
+an array with at least one axis (a 0-d scalar is refused: wrap it as ``y.reshape(1)``),
 and returns, for the last axis of size n, an array of shape ``(..., n, n)`` with
 ``J[..., i, j] = dy_i / dx_j``. The ops' backward passes never build these matrices: the
 tests prove ``backward(g) == J^T g`` for each.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .backend import get_array_module
+from .gradcheck import grads_preserved
 from .tensor import Tensor
 
 __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "jacobian"]
@@ -22,6 +24,17 @@ __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "jacobian"]
 def _raw(y: Any) -> Any:
     """The array of a Tensor; arrays stay on their device; lists become NumPy arrays."""
     return y.data if isinstance(y, Tensor) else get_array_module(y).asarray(y)
+
+
+def _last_axis(y: Any, name: str) -> Any:
+    """The array of ``y``, which needs a last axis to take the Jacobian along."""
+    y = _raw(y)
+    if y.ndim == 0:
+        raise ValueError(
+            f"jacobians.{name}: y is 0-d (a scalar), but the Jacobian is taken along the last "
+            f"axis; pass an array of shape (..., n), e.g. y.reshape(1) for one value"
+        )
+    return y
 
 
 def _diag(d: Any) -> Any:
@@ -39,7 +52,7 @@ def softmax(y: Any) -> Any:
     J is symmetric, each row sums to 0 (softmax ignores a constant added to x), and it is
     unchanged by adding a constant to the logits since y is.
     """
-    y = _raw(y)
+    y = _last_axis(y, "softmax")
     return _diag(y) - y[..., :, None] * y[..., None, :]
 
 
@@ -48,7 +61,7 @@ def log_softmax(y: Any) -> Any:
 
     Derivation: y_i = x_i - log S, dy_i/dx_j = [i = j] - e^{x_j} / S = [i = j] - p_j.
     """
-    y = _raw(y)
+    y = _last_axis(y, "log_softmax")
     xp = get_array_module(y)
     p = xp.exp(y)
     n = y.shape[-1]
@@ -57,19 +70,19 @@ def log_softmax(y: Any) -> Any:
 
 def tanh(y: Any) -> Any:
     """Jacobian of y = tanh(x) (elementwise): diag(1 - y^2)."""
-    y = _raw(y)
+    y = _last_axis(y, "tanh")
     return _diag(1 - y * y)
 
 
 def sigmoid(y: Any) -> Any:
     """Jacobian of y = sigmoid(x) (elementwise): diag(y (1 - y))."""
-    y = _raw(y)
+    y = _last_axis(y, "sigmoid")
     return _diag(y * (1 - y))
 
 
 def relu(y: Any) -> Any:
     """Jacobian of y = relu(x) (elementwise): diag(1[y > 0]) (0 at the kink x = 0)."""
-    y = _raw(y)
+    y = _last_axis(y, "relu")
     return _diag((y > 0).astype(y.dtype))
 
 
@@ -79,7 +92,8 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
     ``inputs`` is a Tensor/array or a sequence of them. For output y and input x the result
     has shape ``y.shape + x.shape`` with entry ``[i..., j...] = dy_i / dx_j``; for a sequence
     of inputs a tuple with one such array per input, on the inputs' device. The inputs are
-    copied, so the caller's tensors and their ``.grad`` are untouched.
+    copied, so the caller's tensors and their ``.grad`` are untouched; tensors that ``fn``
+    captures (a module's parameters) get their ``.grad`` back after the backward passes.
     """
     single = not isinstance(inputs, (list, tuple))
     seq: Sequence[Any] = (inputs,) if single else tuple(inputs)
@@ -90,14 +104,15 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
     xp = get_array_module(y.data)
     out = [xp.zeros((y.size,) + x.shape, dtype=x.dtype) for x in leaves]
     if y.requires_grad:
-        for i in range(y.size):
-            for x in leaves:
-                x.grad = None
-            onehot = xp.zeros(y.size, dtype=y.dtype)
-            onehot[i] = 1
-            y.backward(onehot.reshape(y.shape), retain_graph=True)
-            for k, x in enumerate(leaves):
-                if x.grad is not None:
-                    out[k][i] = x.grad
+        with grads_preserved([y]):  # tensors fn captures (parameters) keep their .grad
+            for i in range(y.size):
+                for x in leaves:
+                    x.grad = None
+                onehot = xp.zeros(y.size, dtype=y.dtype)
+                onehot[i] = 1
+                y.backward(onehot.reshape(y.shape), retain_graph=True)
+                for k, x in enumerate(leaves):
+                    if x.grad is not None:
+                        out[k][i] = x.grad
     result = tuple(o.reshape(y.shape + x.shape) for o, x in zip(out, leaves))
     return result[0] if single else result

@@ -34,12 +34,13 @@ difficult", IEEE TNN 1994.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable
 
 import numpy as np
 
 from .backend import get_array_module, to_device
-from .tensor import Tensor
+from .tensor import Tensor, host_lengths
 
 __all__ = [
     "GradientMonitor", "step_jacobians", "jacobian_products", "spectral_radius",
@@ -64,14 +65,33 @@ def _sq_norm(a: Any) -> float:
     return float((g * g).sum())
 
 
-def state_grad_norms(grads: Any) -> np.ndarray:
+def state_grad_norms(grads: Any, lengths: Any = None) -> np.ndarray:
     """||dL/dh_t|| for every step t of a (T, N, H) gradient array: the Frobenius norm over the
     batch and hidden axes, in float64, computed on the array's device. Returns shape (T,),
-    on the host."""
+    on the host.
+
+    With ``lengths`` (N,) (those the layer ran with), only the positions t < lengths[n] are
+    summed: at a padded step the layer carries the state unchanged, and the gradient there
+    is a copy of the carried one (dL/dh_n, or dL/dh_0 in the reverse direction), not the
+    gradient of a step the sequence took. A step at which no sequence is running gets NaN,
+    so that it is neither plotted nor fitted as a vanishing (zero) gradient."""
     xp = get_array_module(grads)
     g = xp.asarray(grads).astype(np.float64)
-    # sum over every axis but time (a reshape to (T, -1) is ambiguous when T = 0)
-    return _host(xp.sqrt((g * g).sum(axis=tuple(range(1, g.ndim)))))
+    if lengths is None:
+        # sum over every axis but time (a reshape to (T, -1) is ambiguous when T = 0)
+        return _host(xp.sqrt((g * g).sum(axis=tuple(range(1, g.ndim)))))
+    lens = host_lengths(lengths, "state_grad_norms")
+    if g.ndim < 2 or lens.shape != (g.shape[1],):
+        raise ValueError(f"state_grad_norms: lengths of shape {lens.shape} do not match "
+                         f"gradients of shape {tuple(g.shape)}; expected (T, N, ...) "
+                         f"gradients and (N,) lengths")
+    valid = np.arange(g.shape[0])[:, None] < lens[None, :]           # (T, N), host
+    per_row = (g * g).sum(axis=tuple(range(2, g.ndim)))              # (T, N), device
+    # a select, not a 0/1 product: an inf at a padded position must not turn into NaN
+    total = xp.where(xp.asarray(valid), per_row, 0.0).sum(axis=1)
+    norms = np.sqrt(_host(total))
+    norms[~valid.any(axis=1)] = np.nan
+    return norms
 
 
 class GradientMonitor:
@@ -89,19 +109,41 @@ class GradientMonitor:
     gradients, it never changes them. The norm before clipping is either passed to
     ``record`` (``clip_grad_norm_`` returns it) or taken by :meth:`before_clip` between
     backward and clipping.
+
+    Per-step state norms: each ``record`` appends one row per recurrent module, layer,
+    direction and kind ('h', and 'c' for an LSTM), so that row i of :meth:`state_norms`
+    belongs to step i of :attr:`steps` and :meth:`global_norms`:
+
+    * the row covers every forward call of the layer since the last backward pass (a
+      sequence fed in segments, step-by-step decoding): the calls' steps one after the
+      other, in call order (:attr:`tinygrad_rnn.nn.RNNBase.state_grads`); a forward pass
+      under ``no_grad`` between ``backward`` and ``record`` changes nothing;
+    * when the layer ran with ``lengths``, a padded position does not count in its step's
+      norm, and a step at which no sequence was running is NaN (:func:`state_grad_norms`):
+      the gradient carried through padding is not the gradient of a step, and counting it
+      would make short sequences' final-state gradients show up at late steps;
+    * a record with no new per-step gradients for the module (it did not run, or no
+      backward pass reached it since the previous record) gives a row of NaN.
     """
 
     def __init__(self, model: Any) -> None:
         self.model = model
         self.recurrent: dict[str, Any] = {}
+        self._state: dict[tuple, list] = {}  # (name, layer, direction, kind) -> rows
         for name, module in model.named_modules():
             if hasattr(module, "track_state_grads"):
                 module.track_state_grads = True
-                self.recurrent[name or "(model)"] = module
+                name = name or "(model)"
+                self.recurrent[name] = module
+                kinds = ("h", "c") if module.mode == "LSTM" else ("h",)
+                for layer in range(module.num_layers):
+                    for direction in range(module.num_directions):
+                        for kind in kinds:
+                            self._state[(name, layer, direction, kind)] = []
         self.param_names = [n for n, _ in model.named_parameters()]
         self.history: dict[str, list] = {"global_norm": [], "clipped_norm": []}
         self._param_norms: list[np.ndarray] = []
-        self._state: dict[tuple, list] = {}
+        self._seen: dict[str, list] = {}  # name -> (record, writes) read by the last record()
         self._pre_clip: float | None = None
 
     def before_clip(self) -> float:
@@ -150,11 +192,23 @@ class GradientMonitor:
             else:
                 norms.append(float(np.sqrt(_sq_norm(p.grad))))
         self._param_norms.append(np.asarray(norms))
-        for name, module in self.recurrent.items():
-            for (layer, direction), slot in module.state_grads.items():
-                for kind, arr in slot.items():
-                    key = (name, layer, direction, kind)
-                    self._state.setdefault(key, []).append(state_grad_norms(arr))
+        fresh = {name: self._new_segments(name, module)
+                 for name, module in self.recurrent.items()}
+        for (name, layer, direction, kind), rows in self._state.items():
+            parts = [state_grad_norms(r.grads[(layer, direction)][kind], r.lengths)
+                     for r in fresh[name]]
+            rows.append(np.concatenate(parts) if parts else np.zeros(0))
+
+    def _new_segments(self, name: str, module: Any) -> list:
+        """The module's per-call records, or [] when they are the very ones the previous
+        record read and no backward pass has written into them since."""
+        segments = module.state_grad_segments
+        old = self._seen.get(name, [])
+        # weak references: the monitor must not keep old gradient arrays alive
+        self._seen[name] = [(weakref.ref(r), r.writes) for r in segments]
+        same = len(old) == len(segments) and all(
+            ref() is r and writes == r.writes for (ref, writes), r in zip(old, segments))
+        return [] if same else segments
 
     @property
     def steps(self) -> int:
@@ -175,19 +229,40 @@ class GradientMonitor:
 
     def state_norms(self, module: str | None = None, layer: int = 0, direction: int = 0,
                     kind: str = "h") -> np.ndarray:
-        """||dL/dh_t|| (kind 'h') or ||dL/dc_t|| (kind 'c') as an array (steps, T).
+        """||dL/dh_t|| (kind 'h') or ||dL/dc_t|| (kind 'c', LSTM only) as an array
+        (steps, T): row i belongs to recorded step i.
 
-        ``module`` is the recurrent submodule's name (the only one if omitted). Steps whose
-        sequences had different lengths are padded with NaN on the right.
+        ``module`` is the recurrent submodule's name as ``named_modules()`` gives it, or
+        ``'(model)'`` when the monitored model is itself a recurrent layer; it may be omitted
+        when there is only one. Rows are padded with NaN on the right to the longest; a
+        step without data is a row of NaN (see the class docstring). An unknown module,
+        layer, direction or kind is a ``ValueError`` listing the valid ones.
         """
         if module is None:
             if len(self.recurrent) != 1:
-                raise ValueError(
-                    f"state_norms: the model has recurrent modules {list(self.recurrent)}; "
-                    f"name one"
-                )
+                have = (f"recurrent modules {list(self.recurrent)}; name one"
+                        if self.recurrent else "no recurrent module (RNN, GRU or LSTM)")
+                raise ValueError(f"state_norms: the model has {have}")
             module = next(iter(self.recurrent))
-        rows = self._state.get((module, layer, direction, kind), [])
+        if module not in self.recurrent:
+            raise ValueError(
+                f"state_norms: no recurrent module named {module!r}; the model's are "
+                f"{list(self.recurrent)} (names as named_modules() gives them, '(model)' for "
+                f"a model that is itself a recurrent layer)"
+            )
+        for what, value in (("layer", layer), ("direction", direction)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"state_norms: {what} must be an integer, got "
+                                f"{type(value).__name__} {value!r}")
+        key = (module, int(layer), int(direction), kind)
+        if key not in self._state:
+            valid = [k[1:] for k in self._state if k[0] == module]
+            raise ValueError(
+                f"state_norms: {module!r} ({type(self.recurrent[module]).__name__}) has no "
+                f"layer={layer}, direction={direction}, kind={kind!r}; the valid (layer, "
+                f"direction, kind) are {valid}"
+            )
+        rows = self._state[key]
         if not rows:
             return np.zeros((0, 0))
         width = max(len(r) for r in rows)
@@ -198,24 +273,45 @@ class GradientMonitor:
 
 
 # ------------------------------------------------------------------------- analysis
-def spectral_radius(W: Any) -> float:
-    """max |eigenvalue| of a square matrix (copied to the host explicitly when it is on a
-    device: general eigenvalue solvers are not in every CuPy release)."""
+def _matrix(W: Any, where: str, square: bool) -> np.ndarray:
+    """W as a non-empty 2-D float64 host array (``square``: and square), else a ValueError
+    naming ``where`` and the shape."""
     W = _host(_raw(W))
-    return float(np.max(np.abs(np.linalg.eigvals(W.astype(np.float64))))) if W.size else 0.0
+    if W.ndim != 2 or W.size == 0:
+        raise ValueError(f"{where}: W must be a non-empty 2-D matrix, got shape {W.shape}")
+    if square and W.shape[0] != W.shape[1]:
+        rows, cols = W.shape
+        hint = ""
+        if rows % cols == 0:
+            hint = (f". A stacked recurrent weight holds one {cols} x {cols} block per gate "
+                    f"(GRU weight_hh is 3H x H, LSTM 4H x H): pass one block, "
+                    f"W[k * {cols}:(k + 1) * {cols}]")
+        raise ValueError(f"{where}: W of shape {W.shape} is not square, so it has no "
+                         f"eigenvalues{hint}")
+    return W.astype(np.float64)
+
+
+def spectral_radius(W: Any) -> float:
+    """max |eigenvalue| of a non-empty square matrix (copied to the host explicitly when it
+    is on a device: general eigenvalue solvers are not in every CuPy release). A stacked
+    gate weight (GRU, LSTM) is refused: pass one gate's H x H block."""
+    W = _matrix(W, "spectral_radius", square=True)
+    return float(np.max(np.abs(np.linalg.eigvals(W))))
 
 
 def singular_values(W: Any) -> np.ndarray:
-    """Singular values of W, largest first (computed on the host, in float64)."""
-    W = _host(_raw(W))
-    return np.linalg.svd(W.astype(np.float64), compute_uv=False)
+    """Singular values of a non-empty 2-D matrix W, largest first (computed on the host, in
+    float64)."""
+    return np.linalg.svd(_matrix(W, "singular_values", square=False), compute_uv=False)
 
 
 def pascanu_bound(W_hh: Any, distances: Iterable[int], gamma: float = 1.0) -> np.ndarray:
     """The bound ||dh_T/dh_t|| <= (gamma * sigma_max(W_hh))^(T - t) of Pascanu et al. 2013,
     for each distance T - t. ``gamma`` bounds |f'|: 1 for tanh and relu, 1/4 for sigmoid;
-    the largest |f'| actually met on a trajectory gives a tighter bound."""
-    s = float(singular_values(W_hh)[0])
+    the largest |f'| actually met on a trajectory gives a tighter bound. ``W_hh`` is a
+    non-empty 2-D matrix."""
+    s = float(np.linalg.svd(_matrix(W_hh, "pascanu_bound", square=False),
+                            compute_uv=False)[0])
     d = np.asarray(list(distances), dtype=np.float64)
     return (gamma * s) ** d
 
@@ -248,19 +344,37 @@ def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
       (+ peephole terms), dh/d* = diag(tanh c) do/d* + diag(o (1 - tanh^2 c)) dc/d*.
 
     ``module`` is an RNNCell/GRUCell/LSTMCell or a one-layer unidirectional RNN/GRU/LSTM;
-    ``x`` is (T, N, D) time-major, (N, T, D) for a ``batch_first`` layer, or (T, D).
+    ``x`` is (T, N, D) time-major, (N, T, D) for a ``batch_first`` layer, or (T, D) (one
+    sample: N = 1). ``sample`` picks the trajectory, 0 <= sample < N. The initial states
+    ``h0`` and ``c0`` (LSTM only; zeros when omitted) are each one array: (N, H) as a cell
+    takes it, (1, N, H) as a layer takes it, or (H,) for the chosen sample alone. The
+    ``(h0, c0)`` pair that ``LSTM.forward`` takes is refused: pass ``h0=..., c0=...``.
+    Anything else is a ``ValueError`` (``TypeError`` for a wrong type) naming the shapes.
     """
     mode, p, opts = _cell_params(module)
-    xs = _host(_raw(x)).astype(np.float64)
-    if xs.ndim == 3:
-        xs = xs[sample] if getattr(module, "batch_first", False) else xs[:, sample]
-    T = xs.shape[0]
-    H = p["weight_hh"].shape[1]
-    h = np.zeros(H) if h0 is None else _host(_raw(h0)).astype(np.float64)
-    h = h.reshape(-1, H)[sample] if h.ndim > 1 else h
-    c = np.zeros(H) if c0 is None else _host(_raw(c0)).astype(np.float64)
-    c = c.reshape(-1, H)[sample] if c.ndim > 1 else c
+    name = type(module).__name__
     W_ih, W_hh = p["weight_ih"], p["weight_hh"]
+    H, D = W_hh.shape[1], W_ih.shape[1]
+    xs = _host(_raw(x)).astype(np.float64)
+    if xs.ndim not in (2, 3) or xs.shape[-1] != D:
+        raise ValueError(f"step_jacobians: x of shape {xs.shape} does not fit {name} with "
+                         f"input size {D}; expected (T, N, {D}) ((N, T, {D}) for a "
+                         f"batch_first layer) or (T, {D})")
+    batch_first = getattr(module, "batch_first", False)
+    N = 1 if xs.ndim == 2 else xs.shape[0 if batch_first else 1]
+    if isinstance(sample, bool) or not isinstance(sample, (int, np.integer)):
+        raise TypeError(f"step_jacobians: sample must be an integer, got "
+                        f"{type(sample).__name__} {sample!r}")
+    if not 0 <= sample < N:
+        raise ValueError(f"step_jacobians: sample {sample} is out of range for a batch of "
+                         f"N = {N} (x of shape {xs.shape}); valid: 0 .. {N - 1}")
+    if xs.ndim == 3:
+        xs = xs[sample] if batch_first else xs[:, sample]
+    if mode != "LSTM" and c0 is not None:
+        raise ValueError(f"step_jacobians: c0 is the LSTM cell state; {name} has none")
+    h = _initial_state(h0, "h0", N, H, sample)
+    c = _initial_state(c0, "c0", N, H, sample)
+    T = xs.shape[0]
     b_ih = p.get("bias_ih", np.zeros(W_ih.shape[0]))
     b_hh = p.get("bias_hh", np.zeros(W_hh.shape[0]))
     out = []
@@ -285,6 +399,28 @@ def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
                                      opts["coupled"])
             out.append(J)
     return out
+
+
+def _initial_state(s0: Any, what: str, N: int, H: int, sample: int) -> np.ndarray:
+    """The (H,) initial state of sample ``sample`` from ``s0`` (None: zeros), which is
+    (H,), (N, H) or (1, N, H)."""
+    if s0 is None:
+        return np.zeros(H)
+    if isinstance(s0, (tuple, list)) and any(
+            isinstance(a, Tensor) or hasattr(a, "shape") for a in s0):
+        raise TypeError(
+            f"step_jacobians: {what} must be one array, got a {type(s0).__name__} of "
+            f"{len(s0)} arrays; for an LSTM pass h0=... and c0=... separately, not the "
+            f"(h0, c0) pair LSTM.forward takes"
+        )
+    s = _host(_raw(s0)).astype(np.float64)
+    if s.shape == (H,):
+        return s
+    if s.shape in ((N, H), (1, N, H)):
+        return s.reshape(N, H)[sample]
+    raise ValueError(f"step_jacobians: {what} of shape {s.shape} does not fit a batch of "
+                     f"N = {N} with hidden size H = {H}; expected ({N}, {H}), (1, {N}, {H}) or "
+                     f"({H},) for the chosen sample alone")
 
 
 def _gru_jacobian(xw: np.ndarray, h: np.ndarray, W_hh: np.ndarray, b_hh: np.ndarray,
@@ -392,16 +528,41 @@ def jacobian_products(jacobians: list[np.ndarray], ord: Any = 2) -> np.ndarray:
     return norms
 
 
+def _vector(values: Any, where: str, what: str) -> np.ndarray:
+    """``values`` as a 1-D float64 host array, else a ValueError naming ``where``."""
+    v = np.asarray(_host(_raw(values)) if isinstance(values, Tensor) else values,
+                   dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(
+            f"{where}: {what} must be 1-D (one value per step), got shape {v.shape}; for the "
+            f"(steps, T) array of GradientMonitor.state_norms pass one row, e.g. norms[i]"
+        )
+    return v
+
+
 def fit_decay_rate(norms: Any, distances: Any = None) -> float:
     """Fit norm ~ C * rate^distance by least squares on log(norm); returns the rate.
-    ``norms`` ordered by distance 0, 1, 2, ... unless ``distances`` is given. Non-positive
-    or non-finite norms are left out."""
-    y = np.asarray(norms, dtype=np.float64)
-    d = np.arange(y.size, dtype=np.float64) if distances is None else np.asarray(
-        distances, dtype=np.float64)
+
+    ``norms`` is 1-D, ordered by distance 0, 1, 2, ... unless ``distances`` (1-D, one per
+    norm) is given. Non-positive or non-finite norms (NaN padding included) are left out;
+    the norms left must sit at two distinct distances at least, else ``ValueError``."""
+    y = _vector(norms, "fit_decay_rate", "norms")
+    if distances is None:
+        d = np.arange(y.size, dtype=np.float64)
+    else:
+        d = _vector(distances, "fit_decay_rate", "distances")
+        if d.shape != y.shape:
+            raise ValueError(f"fit_decay_rate: {d.size} distances for {y.size} norms; give "
+                             f"one distance per norm")
+        if not np.isfinite(d).all():
+            raise ValueError("fit_decay_rate: distances must be finite")
     keep = np.isfinite(y) & (y > 0)
     if keep.sum() < 2:
         raise ValueError("fit_decay_rate: need at least two positive norms")
+    used = np.unique(d[keep])
+    if used.size < 2:
+        raise ValueError(f"fit_decay_rate: the positive, finite norms all sit at distance "
+                         f"{used[0]:g}; a rate needs norms at two distinct distances")
     slope = np.polyfit(d[keep], np.log(y[keep]), 1)[0]
     return float(np.exp(slope))
 
@@ -410,14 +571,30 @@ def gradient_horizon(norms: Any, fraction: float = 1e-2) -> int:
     """The number of steps back from the end before the norm first falls below
     ``fraction`` times its value at the end.
 
-    ``norms`` is indexed by time (norms[-1] at the last step T, e.g. ||dL_T/dh_t|| or the
-    output of :func:`jacobian_products`). Returns the distance d of the first step
-    t = T - d with norms[t] < fraction * norms[-1], or the sequence length when the norm
-    never falls that low (the horizon is at least the whole sequence).
+    ``norms`` is 1-D and indexed by time (norms[-1] at the last step T, e.g. ||dL_T/dh_t||,
+    a row of :meth:`GradientMonitor.state_norms` or the output of
+    :func:`jacobian_products`). Trailing NaN (the padding of a shorter sequence's row) is
+    dropped first, so the last step is the last one with a value; NaN before it, or a row
+    of NaN only (a step without data), is a ``ValueError``. Returns the distance d of the
+    first step t = T - d with norms[t] < fraction * norms[-1], or the sequence length when
+    the norm never falls that low (the horizon is at least the whole sequence); 0 for an
+    empty sequence.
     """
-    y = np.asarray(norms, dtype=np.float64)
+    y = _vector(norms, "gradient_horizon", "norms")
+    if not 0 < fraction < np.inf:
+        raise ValueError(f"gradient_horizon: fraction must be a positive number, got "
+                         f"{fraction}")
     if y.size == 0:
         return 0
+    finite_end = np.flatnonzero(~np.isnan(y))
+    if finite_end.size == 0:
+        raise ValueError(f"gradient_horizon: all {y.size} norms are NaN (a step without "
+                         f"data?)")
+    y = y[:finite_end[-1] + 1]  # drop the trailing NaN padding
+    if np.isnan(y).any():
+        raise ValueError(f"gradient_horizon: norms has NaN at step "
+                         f"{int(np.flatnonzero(np.isnan(y))[0])}, before the last value; only "
+                         f"trailing NaN padding is allowed")
     ref = y[-1]
     for d in range(1, y.size):
         if y[-1 - d] < fraction * ref:

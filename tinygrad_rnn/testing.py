@@ -87,7 +87,9 @@ from hypothesis.extra import numpy as hnp
 
 from .backend import get_array_module, is_float_dtype, result_float_dtype, to_device
 from .engine import no_grad
-from .gradcheck import GradcheckReport, check_leaves, flatten_outputs
+from .gradcheck import (
+    GradcheckReport, check_leaves, check_settings, flatten_outputs, grads_preserved,
+)
 from .ops.base import Context, Function, sum_to_shape
 from .tensor import Tensor
 
@@ -532,11 +534,15 @@ def token_ids(vocab_size: int, shape: _Shape = None, *, min_dims: int = 1, max_d
     shape, min_dims, max_dims, min_side, max_side
         As in :func:`arrays`.
     allow_invalid : bool
-        Ids may also be negative or ``>= V`` (for testing that invalid ids are refused).
+        Ids may also be negative (down to ``-V - 2``) or ``>= V`` (up to ``2V + 2``), for
+        testing that invalid ids are refused. Both ranges are clipped to what ``dtype`` can
+        hold (``int8`` with ``V = 100``: invalid ids are -102..-1 and 100..127); a dtype that
+        holds no invalid id at all (``uint8`` with ``V = 256``) is a ``ValueError``.
     require_invalid : bool
         Every draw holds at least one invalid id (implies ``allow_invalid``; needs
         non-empty arrays).
     dtype : integer dtype
+        Must hold every valid id ``0 .. V-1``.
 
     Examples
     --------
@@ -546,18 +552,30 @@ def token_ids(vocab_size: int, shape: _Shape = None, *, min_dims: int = 1, max_d
     ...     assert ids.shape == (2, 3) and ids.min() >= 0 and ids.max() < 7
     >>> test_ids()
     """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+        raise TypeError(f"token_ids: vocab_size must be an integer, got "
+                        f"{type(vocab_size).__name__} {vocab_size!r}")
+    vocab_size = int(vocab_size)
     if vocab_size < 1:
-        raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
+        raise ValueError(f"token_ids: vocab_size must be >= 1, got {vocab_size}")
     dt = np.dtype(dtype)
     if dt.kind not in "iu":
         raise TypeError(f"token_ids: dtype must be an integer dtype, got {dt}")
+    info = np.iinfo(dt)
+    if vocab_size - 1 > info.max:
+        raise ValueError(f"token_ids: vocab_size {vocab_size} needs ids up to "
+                         f"{vocab_size - 1}, but the largest {dt} is {info.max}; use a wider "
+                         f"dtype")
     valid = st.integers(0, vocab_size - 1)
-    too_big = st.integers(vocab_size, 2 * vocab_size + 2)
-    if dt.kind == "u":
-        invalid = too_big
-    else:
-        invalid = st.one_of(st.integers(-vocab_size - 2, -1), too_big)
     allow_invalid = allow_invalid or require_invalid
+    # the invalid ranges, clipped to what dt can hold
+    lowest, highest = max(-vocab_size - 2, int(info.min)), min(2 * vocab_size + 2, int(info.max))
+    ranges = [(lo, hi) for lo, hi in ((lowest, -1), (vocab_size, highest)) if lo <= hi]
+    if allow_invalid and not ranges:
+        raise ValueError(f"token_ids: with vocab_size {vocab_size} every {dt} from 0 to "
+                         f"{info.max} is a valid id, so there is no invalid id to draw; use "
+                         f"a wider dtype")
+    invalid = st.one_of(*(st.integers(lo, hi) for lo, hi in ranges)) if ranges else None
     elements = st.one_of(valid, invalid) if allow_invalid else valid
     shapes = _shape_strategy(shape, min_dims, max_dims, max(min_side, int(require_invalid)),
                              max_side)
@@ -595,8 +613,10 @@ class CheckOptions:
     seed : int
         Seed of the random upstream gradients and directions (every check is reproducible).
     check_determinism : bool
-        Run forward and backward twice and require equal results (relative difference at
-        most 1e-12 of the largest magnitude).
+        Run forward and backward with the first call's upstream gradient twice more (right
+        after the zero-upstream call, and back to back) and require results equal to the
+        first call's (relative difference at most 1e-12 of the largest magnitude): catches
+        randomness and results that depend on earlier calls.
     raise_exception : bool
         Raise :class:`CheckFailure` when a check fails (default), else return the report.
     """
@@ -613,7 +633,13 @@ class CheckOptions:
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "full", "directional"):
-            raise ValueError(f"mode must be 'auto', 'full' or 'directional', got {self.mode!r}")
+            raise ValueError(f"CheckOptions: mode must be 'auto', 'full' or 'directional', "
+                             f"got {self.mode!r}")
+        check_settings("CheckOptions", self.eps, self.atol, self.rtol, self.n_directions)
+        size = self.max_full_size
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+            raise ValueError(f"CheckOptions: max_full_size must be a non-negative integer, "
+                             f"got {type(size).__name__} {size!r}")
 
 
 @dataclass
@@ -783,34 +809,40 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
         return run
     _check_output_dtypes(run, [o.dtype for o in outs])
     run.outputs = [_host(o.data) for o in outs]
-    _check_inputs(run, {k: _array_of(args[k]) for k in arrays}, snaps, problem.labels,
-                  "forward")
+    current = {k: _array_of(args[k]) for k in arrays}
+    _check_inputs(run, current, snaps, problem.labels, "forward")
+    # backward is judged against the inputs as forward left them, so that a write made
+    # during forward is not blamed on backward too
+    snaps = {k: _host(a) for k, a in current.items()}
     # drawn on the host, copied to each output's device (the same object on the CPU), so a
     # backward that writes into its upstream gradient is caught on every device
     gs = [to_device(g, o.device) for o, g in zip(outs, upstream([o.shape for o in outs]))]
     run.upstream = [_host(g) for g in gs]
-    try:
-        for o, g in zip(outs, gs):
-            if o.requires_grad:
-                o.backward(g, retain_graph=True)
-    except Exception as exc:  # noqa: BLE001
-        run.fail(_classify_backward_error(exc), f"backward raised {_describe(exc)}")
-        return run
+    # tensors fn captures (module parameters) get their .grad back after the run
+    with grads_preserved(outs):
+        try:
+            for o, g in zip(outs, gs):
+                if o.requires_grad:
+                    o.backward(g, retain_graph=True)
+        except Exception as exc:  # noqa: BLE001
+            run.fail(_classify_backward_error(exc), f"backward raised {_describe(exc)}")
+            return run
+        for k in problem.diff:
+            leaf = args[k]
+            g = leaf.grad
+            label = problem.labels.get(k, f"input {k}")
+            if g is None:
+                run.grads[k] = np.zeros(leaf.shape)
+                continue
+            if tuple(g.shape) != leaf.shape:
+                run.fail(GRAD_SHAPE, f"{label}: gradient shape {tuple(g.shape)} != "
+                                     f"{leaf.shape}")
+            if g.dtype != leaf.dtype:
+                run.fail(GRAD_DTYPE, f"{label}: gradient dtype {g.dtype} != {leaf.dtype}")
+            run.grads[k] = _host(g)
     _check_upstream(run, gs, run.upstream)
     _check_inputs(run, {k: _array_of(args[k]) for k in arrays}, snaps, problem.labels,
                   "backward")
-    for k in problem.diff:
-        leaf = args[k]
-        g = leaf.grad
-        label = problem.labels.get(k, f"input {k}")
-        if g is None:
-            run.grads[k] = np.zeros(leaf.shape)
-            continue
-        if tuple(g.shape) != leaf.shape:
-            run.fail(GRAD_SHAPE, f"{label}: gradient shape {tuple(g.shape)} != {leaf.shape}")
-        if g.dtype != leaf.dtype:
-            run.fail(GRAD_DTYPE, f"{label}: gradient dtype {g.dtype} != {leaf.dtype}")
-        run.grads[k] = _host(g)
     run.completed = True
     return run
 
@@ -842,11 +874,20 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
     run = _Run()
     originals, needs, xp = _raw_inputs(inputs)
     arrays = [get_array_module(a).array(a, copy=True) for a in originals]
-    snaps = {k: _host(a) for k, a in enumerate(arrays)}
+    # keyword constants are copied too (a mask the op writes into must not be the caller's)
+    # and watched like the inputs
+    consts = {name: _copy_arg(v) for name, v in constants.items()}
+    watched: dict = dict(enumerate(arrays))
+    labels = dict(labels)
+    for name, v in consts.items():
+        if _array_of(v) is not None:
+            watched[name] = _array_of(v)
+            labels[name] = f"keyword constant {name!r}"
+    snaps = {k: _host(a) for k, a in watched.items()}
     ctx = Context(op)
     ctx.needs_input_grad = tuple(needs)
     try:
-        raw = op.forward(ctx, *arrays, **constants)
+        raw = op.forward(ctx, *arrays, **consts)
     except Exception as exc:  # noqa: BLE001
         run.fail(FORWARD, _describe(exc))
         return run
@@ -860,7 +901,8 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
     float_idx = [i for i, o in enumerate(outs) if is_float_dtype(o.dtype)]
     _check_output_dtypes(run, [outs[i].dtype for i in float_idx])
     run.outputs = [_host(o) for o in (outs[i] for i in float_idx)]
-    _check_inputs(run, dict(enumerate(arrays)), snaps, labels, "forward")
+    _check_inputs(run, watched, snaps, labels, "forward")
+    snaps = {k: _host(a) for k, a in watched.items()}  # backward is judged from here
     # drawn on the host, copied to the inputs' device (the same object on the CPU)
     gs_float = [xp.asarray(g) for g in upstream([outs[i].shape for i in float_idx])]
     run.upstream = [_host(g) for g in gs_float]
@@ -873,7 +915,7 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
         run.fail(_classify_backward_error(exc), f"backward raised {_describe(exc)}")
         return run
     _check_upstream(run, gs_float, run.upstream)
-    _check_inputs(run, dict(enumerate(arrays)), snaps, labels, "backward")
+    _check_inputs(run, watched, snaps, labels, "backward")
     grads = grads if isinstance(grads, tuple) else (grads,)
     if len(grads) != len(arrays):
         run.fail(GRAD_SHAPE, f"{op.__name__}.backward returned {len(grads)} gradients for "
@@ -923,19 +965,25 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return float(np.max(np.abs(a - b))) <= 1e-12 * scale
 
 
-def _compare_runs(first: _Run, second: _Run, labels: dict) -> list:
-    problems = []
+def _compare_runs(first: _Run, second: _Run, labels: dict, calls: str) -> list:
+    """What differs between two runs with the same upstream gradients; ``calls`` names them
+    in the messages (``'calls 1 and 3'``)."""
+    hint = ("randomness such as dropout (seed it, or call .eval()), or state kept from an "
+            "earlier call")
+    if not second.completed:
+        return [f"of the identical {calls}, the second did not complete"]
     if len(first.outputs) != len(second.outputs):
-        return ["the number of outputs changed between two identical calls"]
+        return [f"the number of outputs changed between the identical {calls}"]
+    problems = []
     for i, (a, b) in enumerate(zip(first.outputs, second.outputs)):
         if not _close(a, b):
-            problems.append(f"output {i} differs between two identical forward calls "
-                            f"(randomness such as dropout? seed it, or call .eval())")
+            problems.append(f"output {i} differs between the identical forward {calls} "
+                            f"({hint}?)")
     for k, a in first.grads.items():
         b = second.grads.get(k)
         if b is None or not _close(a, b):
             problems.append(f"the gradient of {labels.get(k, f'input {k}')} differs between "
-                            f"two identical backward calls")
+                            f"the identical backward {calls} ({hint}?)")
     return problems
 
 
@@ -952,12 +1000,16 @@ def _record_runs(report: CheckReport, runs: list, names: list, completed: bool) 
 
 def _run_contract(report: CheckReport, runner: Callable[[Callable], _Run], labels: dict,
                   opts: CheckOptions) -> _Run | None:
-    """Forward/backward three times (random upstream, zero upstream, the random one again)
-    and record the contract items. Returns the first run, or None when it did not complete."""
+    """Forward/backward with a random upstream gradient (call 1), a zero one (call 2), then,
+    for the determinism check, the random one twice more (calls 3 and 4), and record the
+    contract items. Calls 1 and 3 have another call between them, calls 3 and 4 none, so
+    a result that depends on how many calls came before (a counter, a cache, state left
+    by the previous call) differs in one of the two pairs, whatever its period. Returns
+    the first run, or None when it did not complete."""
     rng = np.random.default_rng(opts.seed)
     first = runner(lambda shapes: [rng.standard_normal(s) for s in shapes])
     runs = [first]
-    second = None
+    repeats: list = []
     if first.completed:
         zero = runner(lambda shapes: [np.zeros(s) for s in shapes])
         runs.append(zero)
@@ -975,12 +1027,16 @@ def _run_contract(report: CheckReport, runner: Callable[[Callable], _Run], label
                     return [np.zeros(s) for s in shapes]  # shapes changed: reported below
                 return [g.copy() for g in first.upstream]
 
-            second = runner(same_upstream)
-            runs.append(second)
+            third = runner(same_upstream)
+            repeats.append(_compare_runs(first, third, labels, "calls 1 and 3"))
+            if third.completed:
+                fourth = runner(same_upstream)
+                repeats.append(_compare_runs(third, fourth, labels, "calls 3 and 4"))
+                runs.append(fourth)
+            runs.append(third)
     _record_runs(report, runs, _ORDER[:8], first.completed)
-    if second is not None:
-        problems = _compare_runs(first, second, labels) if second.completed else \
-            ["the second identical call did not complete"]
+    if repeats:
+        problems = [p for pair in repeats for p in pair]
         report.results.append(CheckResult(DETERMINISTIC, not problems, "; ".join(problems)))
     return first if first.completed else None
 
@@ -1060,16 +1116,28 @@ def _refuse_low_precision(inputs: Sequence[Any], what: str) -> list:
 
 
 def _snapshot_caller(objs: Sequence[Any]) -> list:
-    return [(x, _host(x.data), x.grad, None if x.grad is None else _host(x.grad))
-            for x in objs if isinstance(x, Tensor)]
+    """(object, copy of its values, its .grad, copy of the .grad) for each Tensor, and
+    (array, copy, None, None) for each array, of ``objs``; anything else is not watched."""
+    snaps = []
+    for x in objs:
+        if isinstance(x, Tensor):
+            snaps.append((x, _host(x.data), x.grad, None if x.grad is None else _host(x.grad)))
+        elif _array_of(x) is not None:
+            snaps.append((x, _host(x), None, None))
+    return snaps
 
 
 def _caller_untouched(report: CheckReport, snaps: list, what: str) -> None:
     problems = []
-    for t, data, grad_ref, grad in snaps:
-        if not _same(_host(t.data), data):
+    for obj, data, grad_ref, grad in snaps:
+        if not isinstance(obj, Tensor):
+            if not _same(_host(obj), data):
+                problems.append(f"the values of a {what} changed")
+            continue
+        if not _same(_host(obj.data), data):
             problems.append(f"the values of a {what} changed")
-        if t.grad is not grad_ref or (grad is not None and not _same(_host(t.grad), grad)):
+        if obj.grad is not grad_ref or (grad is not None and
+                                        not _same(_host(obj.grad), grad)):
             problems.append(f"the .grad of a {what} changed")
     report.results.append(CheckResult(ORIGINAL_UNCHANGED, not problems,
                                       "; ".join(dict.fromkeys(problems))))
@@ -1090,9 +1158,15 @@ def check_function(fn: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol
        gradients are modified in place;
     2. backward with an all-zero upstream gradient: every gradient must be exactly zero
        (a VJP is linear in ``grad_out``);
-    3. the first run again: outputs and gradients must be equal (determinism);
+    3. the first run twice more, once after the zero run and once right after that:
+       outputs and gradients must equal the first run's (determinism, and no dependence
+       on earlier calls);
     4. a float64 :func:`~tinygrad_rnn.gradcheck`: ``'full'`` when the inputs and outputs
        are small (``max_full_size`` elements each), else ``'directional'``.
+
+    Tensors that ``fn`` captures (a module's parameters) are used as they are; the
+    ``.grad`` of each is restored after every backward pass, so a check leaves no junk
+    gradients behind.
 
     Parameters
     ----------
@@ -1155,8 +1229,10 @@ def check_op(op: type, *inputs: Any, options: CheckOptions | None = None,
     ``op.forward`` and ``op.backward`` directly: backward must return one gradient (or
     ``None``) per input, of the input's dtype, and of the input's shape or a shape the input
     broadcasts to (the engine's ``sum_to_shape`` reduces those); it must not write into
-    ``grad_out`` or the inputs; a zero ``grad_out`` gives zero gradients; two runs agree.
-    Then ``op.apply(*inputs, **constants)`` is gradient-checked in float64.
+    ``grad_out``, the inputs or array-valued keyword constants (a mask); a zero ``grad_out``
+    gives zero gradients; repeated runs agree. Then ``op.apply(*inputs, **constants)`` is
+    gradient-checked in float64. Every run gets its own copies of the inputs and of the
+    array constants, so the caller's arrays are never written.
 
     Parameters
     ----------
@@ -1188,16 +1264,17 @@ def check_op(op: type, *inputs: Any, options: CheckOptions | None = None,
         raise TypeError(f"check_op: expected a tinygrad_rnn.Function subclass, got {op!r}")
     target = f"check_op({op.__name__})"
     diff = _refuse_low_precision(inputs, "check_op")
-    caller = _snapshot_caller(inputs)
+    caller = _snapshot_caller(list(inputs) + list(constants.values()))
     labels = {k: f"input {k}" for k in range(len(inputs))}
     report = CheckReport(target)
     first = _run_contract(report, lambda up: _raw_run(op, inputs, constants, labels, up),
                           labels, opts)
     if first is not None:
         args = [_copy_arg(x) for x in inputs]
-        _run_gradcheck(report, lambda *xs: op.apply(*xs, **constants), args, diff, labels,
+        consts = {name: _copy_arg(v) for name, v in constants.items()}
+        _run_gradcheck(report, lambda *xs: op.apply(*xs, **consts), args, diff, labels,
                        opts, sum(o.size for o in first.outputs))
-    _caller_untouched(report, caller, "caller's input")
+    _caller_untouched(report, caller, "caller's input or keyword constant")
     return _finish(report, opts)
 
 
@@ -1346,6 +1423,24 @@ def check_module(module: Any, *inputs: Any, eps: float = 1e-6, atol: float = 1e-
     return _finish(report, opts)
 
 
+def _worst_element(got: np.ndarray, want: np.ndarray, atol: float,
+                   rtol: float) -> tuple[tuple | None, float]:
+    """The multi-index of the element of ``got`` furthest out of ``atol + rtol |want|``
+    (None when every element is within it) and the largest ``|got - want|``. A NaN on
+    either side counts as an infinite error: it never passes, and it is the element
+    reported."""
+    if got.size == 0:
+        return None, 0.0
+    err = np.abs(got - want)
+    excess = err - (atol + rtol * np.abs(want))
+    err = np.where(np.isnan(err), np.inf, err)
+    excess = np.where(np.isnan(excess), np.inf, excess)
+    k = int(np.argmax(excess))
+    if not excess.flat[k] > 0:
+        return None, float(err.max())
+    return tuple(int(v) for v in np.unravel_index(k, got.shape)), float(err.max())
+
+
 def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: Any, *,
                    at: str = "output", n_vectors: int = 4, seed: int = 0, atol: float = 1e-10,
                    rtol: float = 1e-8, check_numeric: bool = True, eps: float = 1e-6,
@@ -1438,25 +1533,25 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
 
     rng = np.random.default_rng(seed)
     worst, problem = 0.0, ""
-    for _ in range(n_vectors):
-        g = rng.standard_normal(ys)
-        leaf.grad = None
-        try:
-            if y.requires_grad:
-                y.backward(g.copy(), retain_graph=True)
-        except Exception as exc:  # noqa: BLE001 - reported as the failure
-            problem = f"backward raised {_describe(exc)}"
-            break
-        got = np.zeros(xs) if leaf.grad is None else _host(leaf.grad)
-        want = jt_g(g)
-        err = np.abs(got - want)
-        excess = err - (atol + rtol * np.abs(want))
-        if err.size:
-            worst = max(worst, float(err.max()))
-            if excess.max() > 0 or np.isnan(err).any():
-                i = np.unravel_index(int(np.nanargmax(excess)), xs)
-                problem = (f"backward(g) != J^T g at element {tuple(int(v) for v in i)}: "
-                           f"backward {got[i]:.12g}, J^T g {want[i]:.12g}")
+    with grads_preserved([y]):  # tensors fn captures get their .grad back
+        for _ in range(n_vectors):
+            g = rng.standard_normal(ys)
+            leaf.grad = None
+            try:
+                if y.requires_grad:
+                    y.backward(g.copy(), retain_graph=True)
+            except Exception as exc:  # noqa: BLE001 - reported as the failure
+                problem = f"backward raised {_describe(exc)}"
+                break
+            got = np.zeros(xs) if leaf.grad is None else _host(leaf.grad)
+            want = jt_g(g)
+            i, err = _worst_element(got, want, atol, rtol)
+            if i is not None:
+                worst = max(worst, err)
+                problem = (f"backward(g) != J^T g at element {i}: backward {got[i]:.12g}, "
+                           f"J^T g {want[i]:.12g}")
+            elif got.size:
+                worst = max(worst, err)
     report.results.append(CheckResult("backward(g) == J^T g", not problem,
                                       problem or f"max abs difference {worst:.2g}"))
     if check_numeric:
@@ -1469,15 +1564,12 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
                 minus = _host(fn(Tensor(x_arr - step)).data)
             numeric = (plus - minus) / (2 * eps)
             want = j_u(u)
-            err = np.abs(want - numeric)
-            if err.size:
-                worst = max(worst, float(err.max()))
-                excess = err - (numeric_atol + numeric_rtol * np.abs(numeric))
-                if excess.max() > 0 or np.isnan(err).any():
-                    i = np.unravel_index(int(np.nanargmax(excess)), ys)
-                    problem = (f"J u != finite difference at output element "
-                               f"{tuple(int(v) for v in i)}: J u {want[i]:.10g}, numeric "
-                               f"{numeric[i]:.10g}")
+            i, err = _worst_element(want, numeric, numeric_atol, numeric_rtol)
+            if i is not None:
+                problem = (f"J u != finite difference at output element {i}: J u "
+                           f"{want[i]:.10g}, numeric {numeric[i]:.10g}")
+            if want.size:
+                worst = max(worst, err)
         report.results.append(CheckResult("J u == finite difference", not problem,
                                           problem or f"max abs difference {worst:.2g}"))
     return _finish(report, opts)

@@ -11,7 +11,10 @@ gradient reaching the state, from the loss at t and from step t+1. Checked here:
   layer's outputs, final states and every gradient;
 * at padded steps the state is carried, so its gradient is the carried one: dL/dh_n in the
   forward direction, dL/dh_0 in the reverse direction (which meets the padding first);
-* nothing is recorded when tracking is off; the record is replaced by the next forward.
+* nothing is recorded when tracking is off; the first forward after a backward starts a new
+  record; several calls before one backward are joined along time (a sequence fed in two
+  segments records what the whole sequence records), calls no backward reached are left
+  out, and a forward under no_grad leaves the record alone.
 """
 from __future__ import annotations
 
@@ -397,3 +400,92 @@ def test_state_grads_are_time_major_with_batch_first(engine: str):
     loss = (out * tr.Tensor(data.v_out.transpose(1, 0, 2))).sum()
     (loss + (h_n * tr.Tensor(data.v_h)).sum()).backward()
     assert_state_grads_same(model.state_grads, want, cfg)
+
+
+# ------------------------------------------------------------------ which calls a record covers
+def _gru_segments(engine: str) -> tuple:
+    cfg = Config(Variant("GRU"), T=5, N=2, D=2, H=3, num_layers=2, seed=7)
+    data = make_data(cfg)
+    return cfg, data, build(cfg, engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_calls_before_one_backward_are_joined_along_time(engine: str):
+    """A sequence fed in two segments (the state carried between the calls) records the
+    same dL/dh_t at all T steps as the whole sequence fed in one call. Regression: each
+    call replaced the record, so only the last segment's steps were kept."""
+    cfg, data, model = _gru_segments(engine)
+    x = tr.Tensor(data.x)
+    v = tr.Tensor(data.v_out)
+    out_a, h_a = model(x[:3])
+    out_b, _ = model(x[3:], h_a)
+    ((out_a * v[:3]).sum() + (out_b * v[3:]).sum()).backward()
+    assert [r.steps for r in model.state_grad_segments] == [3, 2]
+    joined = {k: dict(s) for k, s in model.state_grads.items()}
+    whole = build(cfg, engine)
+    out, _ = whole(x)
+    (out * v).sum().backward()
+    assert_state_grads_same(joined, whole.state_grads, cfg)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_forward_under_no_grad_keeps_the_record(engine: str):
+    """Regression: a validation pass under no_grad between backward() and reading the
+    gradients emptied state_grads."""
+    cfg, data, model = _gru_segments(engine)
+    out, _ = model(tr.Tensor(data.x))
+    (out * tr.Tensor(data.v_out)).sum().backward()
+    before = {k: {n: a.copy() for n, a in s.items()} for k, s in model.state_grads.items()}
+    with tr.no_grad():
+        model(tr.Tensor(data.x[:2]))
+    assert_state_grads_same(model.state_grads, before, cfg)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_calls_no_backward_reached_are_left_out(engine: str):
+    cfg, data, model = _gru_segments(engine)
+    model(tr.Tensor(data.x[:2]))                     # graph built, never backpropagated
+    out, _ = model(tr.Tensor(data.x))
+    (out * tr.Tensor(data.v_out)).sum().backward()
+    assert [r.steps for r in model.state_grad_segments] == [cfg.T]
+    alone = build(cfg, engine)
+    out, _ = alone(tr.Tensor(data.x))
+    (out * tr.Tensor(data.v_out)).sum().backward()
+    assert_state_grads_same(model.state_grads, alone.state_grads, cfg)
+
+
+def test_calls_with_different_batch_sizes_cannot_be_joined():
+    cfg, data, model = _gru_segments("fused")
+    out_a, _ = model(tr.Tensor(data.x))
+    out_b, _ = model(tr.Tensor(data.x[:, :1]))
+    (out_a.sum() + out_b.sum()).backward()
+    with pytest.raises(ValueError, match=r"batch sizes \[2, 1\].*state_grad_segments"):
+        model.state_grads
+    a, b = model.state_grad_segments
+    assert a.grads[0, 0]["h"].shape == (5, 2, 3) and b.grads[0, 0]["h"].shape == (5, 1, 3)
+
+
+def test_segments_keep_their_lengths():
+    cfg, data, model = _gru_segments("autograd")
+    out, _ = model(tr.Tensor(data.x), lengths=[5, 2])
+    out.sum().backward()
+    (record,) = model.state_grad_segments
+    assert record.lengths.tolist() == [5, 2] and record.steps == 5
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_backward_that_reaches_an_earlier_call_joins_it(engine: str):
+    """Overlapping truncation windows: after a backward over call 1, call 2 starts a fresh
+    record, and a backward from call 2's loss that flows back into call 1 (whose graph was
+    retained) brings call 1 back in, with this backward's gradients."""
+    cfg, data, model = _gru_segments(engine)
+    x, v = tr.Tensor(data.x), tr.Tensor(data.v_out)
+    out_a, h_a = model(x[:3])
+    (out_a * v[:3]).sum().backward(retain_graph=True)
+    out_b, _ = model(x[3:], h_a)
+    (out_b * v[3:]).sum().backward()
+    assert [r.steps for r in model.state_grad_segments] == [3, 2]
+    whole = build(cfg, engine)
+    out, _ = whole(x)
+    (out[3:] * v[3:]).sum().backward()                    # the second loss alone
+    assert_state_grads_same(model.state_grads, whole.state_grads, cfg)

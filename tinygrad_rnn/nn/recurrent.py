@@ -29,11 +29,31 @@ a seed gives the same masks on every device.
 Per-step state gradients: set ``track_state_grads = True`` and after ``backward()``
 ``state_grads[(layer, direction)]`` holds dL/dh_t for every step as a (T, N, H) array (and
 dL/dc_t under key ``'c'`` for the LSTM): the total gradient reaching h_t, from the loss at t
-and from step t+1, identical between the engines.
+and from step t+1, identical between the engines. Which calls it covers:
+
+* every forward call made with gradients enabled gets its own per-call record, which
+  backward fills in; a call under ``no_grad`` records nothing and leaves everything alone (a
+  validation pass between ``backward()`` and reading the gradients loses nothing);
+* ``state_grads`` joins the calls that backward passes reached since it last started
+  afresh, and it starts afresh at the first forward call after a backward pass reached the
+  layer. In a plain loop (forward, backward, read) that is the calls of the last iteration;
+  calls no backward pass reached are left out;
+* several calls before one backward pass (a sequence fed in segments, step-by-step
+  decoding) are joined along time in call order: call 1's T1 steps, then call 2's T2 steps,
+  ... (they must share the batch size; ``state_grad_segments`` has them one by one, with
+  their ``lengths``).
+
+Padded steps (``lengths``): the state is carried unchanged, so its gradient there is the
+carried one (dL/dh_n in the forward direction, dL/dh_0 in the reverse direction, which meets
+the padding first); ``state_grads`` keeps these values (they are dL/d(state at step t), what
+``retain_grad`` would show). :func:`tinygrad_rnn.monitor.state_grad_norms` and the
+:class:`~tinygrad_rnn.monitor.GradientMonitor` leave padded positions out of the per-step
+norms.
 """
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -41,6 +61,7 @@ import numpy as np
 from .. import bptt
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module
+from ..engine import is_grad_enabled
 from ..ops.base import Context, Function
 from ..random import get_generator
 from ..tensor import Tensor, host_lengths, split, stack, where
@@ -60,22 +81,74 @@ _GRAD_FIELD = {
 
 
 class StateGradRecorder:
-    """Collects dL/dh_t (and dL/dc_t) per (layer, direction) during backward."""
+    """The per-step state gradients of ONE forward call of a recurrent layer: dL/dh_t (and
+    dL/dc_t) per (layer, direction), filled in during backward.
 
-    def __init__(self) -> None:
+    The graph of the call holds the record (the fused op's context, the autograd engine's
+    hooks), so a call that no backward pass reaches leaves nothing behind. When backward
+    writes into it, the record hands itself to its layer, which keeps it until its next
+    fresh start (see :attr:`RNNBase.state_grads`).
+
+    Attributes
+    ----------
+    grads : dict
+        ``(layer, direction) -> {'h': (T, N, H)[, 'c': (T, N, H)]}``.
+    index : int
+        The call's number among the layer's forward calls (call order).
+    steps : int
+        T, the call's number of time steps.
+    lengths : ndarray or None
+        The call's (N,) host ``lengths`` (None when every sequence ran all T steps).
+    writes : int
+        How many times backward wrote into the record.
+    """
+
+    def __init__(self, layer: Any, index: int, steps: int,
+                 lengths: np.ndarray | None) -> None:
         self.grads: dict[tuple[int, int], dict[str, Any]] = {}
+        self.index = index
+        self.steps = steps
+        self.lengths = lengths
+        self.writes = 0
+        self._layer = weakref.ref(layer)  # weak: the layer keeps its records, no cycle
+        self._generation = -1  # the layer's record generation it was last handed to
 
     def buffer(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
                xp: Any) -> Any:
         """The (T, N, H) buffer for ``key``/``name`` on ``xp``'s device, zeroed when first
-        asked for."""
+        asked for; a hook asks for it to write one step into it."""
+        self._written()
+        return self._slot(key, name, shape, dtype, xp)
+
+    def store(self, key: tuple[int, int], name: str, value: Any) -> None:
+        """Keep the whole (T, N, H) array the fused kernel computed."""
+        self._written()
+        self.grads.setdefault(key, {})[name] = value
+
+    def empty(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
+              xp: Any) -> None:
+        """Record the empty (0, N, H) arrays of a call with no step (no hook will ever
+        write, so the record is complete at once)."""
+        self._slot(key, name, shape, dtype, xp)
+        self._hand_to_layer()
+
+    def _slot(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
+              xp: Any) -> Any:
         slot = self.grads.setdefault(key, {})
         if name not in slot:
             slot[name] = xp.zeros(shape, dtype=dtype)
         return slot[name]
 
-    def store(self, key: tuple[int, int], name: str, value: Any) -> None:
-        self.grads.setdefault(key, {})[name] = value
+    def _written(self) -> None:
+        self.writes += 1
+        self._hand_to_layer()
+
+    def _hand_to_layer(self) -> None:
+        """Join the layer's current record, once per fresh start of it."""
+        layer = self._layer()
+        if layer is not None and self._generation != layer._state_grad_generation:
+            self._generation = layer._state_grad_generation
+            layer._keep_state_grad_record(self)
 
 
 class FusedRecurrent(Function):
@@ -182,7 +255,11 @@ class RNNBase(Module):
         self.nonlinearity, self.reset = nonlinearity, reset
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         self.track_state_grads = False
-        self.state_grads: dict = {}
+        # per-step state gradients (see state_grads): the records that backward reached since
+        # the last fresh start, which bumps the generation; _state_grad_calls numbers calls
+        self._state_grad_records: list[StateGradRecorder] = []
+        self._state_grad_calls = 0
+        self._state_grad_generation = 0
         self._rng = get_generator(generator)
         gates = {"RNN": 1, "GRU": 3, "LSTM": 3 if coupled else 4}[self.mode]
         peeps = (2 if coupled else 3) if peephole else 0
@@ -211,6 +288,62 @@ class RNNBase(Module):
     @property
     def num_directions(self) -> int:
         return 2 if self.bidirectional else 1
+
+    # ------------------------------------------------------------------ state gradients
+    @property
+    def state_grad_segments(self) -> list[StateGradRecorder]:
+        """The records (:class:`StateGradRecorder`, one per forward call) that make up
+        :attr:`state_grads`, in call order; each has its own ``grads``, ``steps`` and
+        ``lengths``."""
+        return list(self._state_grad_records)
+
+    @property
+    def state_grads(self) -> dict:
+        """``(layer, direction) -> {'h': (T, N, H)[, 'c': ...]}``: dL/dh_t (and dL/dc_t) at
+        every step of the forward calls that backward reached since the record last started
+        afresh (in a plain loop: the calls of the last forward-backward iteration), joined
+        along time in call order (T is the sum of their steps; see the module docstring);
+        ``{}`` before a backward pass reached the layer, or when ``track_state_grads`` is
+        off. Read-only."""
+        segments = self._state_grad_records
+        if len(segments) <= 1:
+            return segments[0].grads if segments else {}
+        sizes = [next(iter(r.grads.values()))["h"].shape[1] for r in segments]
+        if len(set(sizes)) > 1:
+            raise ValueError(
+                f"{type(self).__name__}.state_grads: the {len(segments)} forward calls since "
+                f"the last backward pass had batch sizes {sizes}, so their per-step gradients "
+                f"cannot be joined along time; read state_grad_segments (one record per call) "
+                f"instead"
+            )
+        joined: dict = {}
+        for key, slot in segments[0].grads.items():
+            joined[key] = {}
+            for name, first in slot.items():
+                xp = get_array_module(first)
+                joined[key][name] = xp.concatenate([r.grads[key][name] for r in segments],
+                                                   axis=0)
+        return joined
+
+    def _new_state_grad_record(self, steps: int,
+                               lengths: np.ndarray | None) -> StateGradRecorder | None:
+        """The record of this forward call, or None when nothing is to be recorded
+        (tracking off, or gradients disabled: then the records are left as they are)."""
+        if not (self.track_state_grads and is_grad_enabled()):
+            return None
+        if any(r.writes for r in self._state_grad_records):
+            # a backward pass ran since the calls recorded so far: this call starts afresh
+            self._state_grad_records = []
+            self._state_grad_generation += 1
+        record = StateGradRecorder(self, self._state_grad_calls, steps, lengths)
+        self._state_grad_calls += 1
+        return record
+
+    def _keep_state_grad_record(self, record: StateGradRecorder) -> None:
+        """Called by a record that backward has just reached (once per fresh start): keep
+        it, in call order."""
+        self._state_grad_records.append(record)
+        self._state_grad_records.sort(key=lambda r: r.index)
 
     def _params(self, layer: int, direction: int) -> dict[str, Tensor]:
         sfx = f"_l{layer}" + ("_reverse" if direction else "")
@@ -323,8 +456,7 @@ class RNNBase(Module):
         else:
             h0_all = self._initial(hx, x, unbatched, "hx")
             c0_all = None
-        recorder = StateGradRecorder() if self.track_state_grads else None
-        self.state_grads = recorder.grads if recorder is not None else {}
+        recorder = self._new_state_grad_record(T, lens)
 
         layer_input = x
         h_n, c_n = [], []
@@ -426,9 +558,9 @@ class RNNBase(Module):
             h = h0 * 1.0
             c = c0 * 1.0 if c0 is not None else None
             if recorder is not None:  # no step, no hook: record the empty (0, N, H) arrays
-                recorder.buffer(key, "h", (0, N, H), x.dtype, xp)
+                recorder.empty(key, "h", (0, N, H), x.dtype, xp)
                 if c is not None:
-                    recorder.buffer(key, "c", (0, N, H), x.dtype, xp)
+                    recorder.empty(key, "c", (0, N, H), x.dtype, xp)
         else:
             hs = stack(outs, axis=0)
         return hs, h, c
