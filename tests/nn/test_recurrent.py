@@ -807,3 +807,19 @@ def test_checkpoint_round_trip_is_bit_identical(tmp_path: Any, dtype: Any, engin
     for a, b in ((out2, out), (h2, h_n), (c2, c_n)):
         assert a.dtype == dtype
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: tr.nn.LSTM(2, 3, **kw), lambda **kw: tr.nn.LSTMCell(2, 3, **kw)],
+    ids=["LSTM", "LSTMCell"])
+@pytest.mark.parametrize("name, value, error", [
+    ("coupled", 1, "coupled must be True or False, got 1"),
+    ("peephole", "no", "peephole must be True or False, got 'no'"),
+    ("forget_bias", float("nan"), "forget_bias must be a finite number"),
+    ("forget_bias", "1", "forget_bias must be a finite number"),
+])
+def test_lstm_variant_flags_are_checked(make, name, value, error):
+    """coupled='no' is truthy: without the check it would silently pick the variant."""
+    with pytest.raises(TypeError, match=error):
+        make(**{name: value})
+    assert make(coupled=np.bool_(True), forget_bias=np.float32(1.0)).coupled is True

@@ -26,7 +26,7 @@ from ..backend import DEFAULT_FLOAT, get_array_module
 from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor, split
-from .layers import _float_dtype, _size
+from .layers import _finite, _flag, _float_dtype, _size
 from .module import Module, Parameter
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn_step", "gru_step", "lstm_step"]
@@ -276,6 +276,9 @@ class LSTMCell(_CellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  peephole: bool = False, coupled: bool = False, forget_bias: float = 0.0,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+        peephole = _flag(peephole, "peephole", "LSTMCell")
+        coupled = _flag(coupled, "coupled", "LSTMCell")
+        forget_bias = _finite(forget_bias, "forget_bias", "LSTMCell")
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         self.gates = 3 if coupled else 4
         peep = (2 if coupled else 3) if peephole else 0

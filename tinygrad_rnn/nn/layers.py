@@ -68,6 +68,23 @@ def _size(value: Any, name: str, owner: str, minimum: int = 1) -> int:
     return value
 
 
+def _flag(value: Any, name: str, owner: str) -> bool:
+    """``value`` as a bool: only ``True``/``False`` (Python or NumPy); a TypeError naming
+    ``owner`` and ``name`` otherwise (``coupled='no'`` would be truthy and pick the variant)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{owner}: {name} must be True or False, got {value!r} "
+                        f"({type(value).__name__})")
+    return bool(value)
+
+
+def _finite(value: Any, name: str, owner: str) -> float:
+    """``value`` as a finite Python float (an int or float, never a bool or a string)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+        raise TypeError(f"{owner}: {name} must be a finite number, got {value!r}")
+    return float(value)
+
+
 def _table_data(table: Any) -> Any:
     """The raw array of a Tensor or array-like table, left on its device (host data as
     NumPy)."""

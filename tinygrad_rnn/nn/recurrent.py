@@ -68,7 +68,7 @@ from ..tensor import Tensor, host_lengths, split, stack, where
 from .cells import (
     _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
 )
-from .layers import _float_dtype, _size
+from .layers import _finite, _flag, _float_dtype, _size
 from .module import Module, Parameter
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
@@ -253,6 +253,8 @@ class RNNBase(Module):
         self.bidirectional = bidirectional
         self.engine = engine
         self.nonlinearity, self.reset = nonlinearity, reset
+        peephole, coupled = _flag(peephole, "peephole", name), _flag(coupled, "coupled", name)
+        forget_bias = _finite(forget_bias, "forget_bias", name)
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         self.track_state_grads = False
         # per-step state gradients (see state_grads): the records that backward reached since
