@@ -13,6 +13,8 @@ installed, is an oracle for values and dtypes only (``pytest.importorskip``).
 9. add_ refuses a float alpha on an integer tensor.
 10. arange with float arguments is float32 (torch's default dtype), int64 otherwise.
 11. error messages name the op, shapes and dtypes (axes, cat, in-place ops on integers).
+12. an out-of-range index in ``x[index] = v`` names the op, the index, the axis and the
+    shape, as ``x[index]`` does (the device half is in tests/device/test_api.py).
 """
 from __future__ import annotations
 
@@ -471,3 +473,21 @@ def test_inplace_ops_that_fit_the_integer_dtype_still_work() -> None:
     x.fill_(np.int64(4))
     assert x.dtype == np.int32
     np.testing.assert_array_equal(x.data, [4, 4])
+
+
+@pytest.mark.parametrize("index, what", [
+    ([0, 5], "index (array([0, 5]),) for shape (3, 4): index 5 is out of bounds for axis 0 "
+             "with size 3"),
+    ((slice(None), np.array([-5])), "index (slice(None, None, None), array([-5])) for shape "
+                                    "(3, 4): index -5 is out of bounds for axis 1 with size 4"),
+    ((0, 0, 0), "index (0, 0, 0) for shape (3, 4): too many indices"),
+])
+def test_setitem_out_of_range_names_the_op_index_and_shape(index: Any, what: str) -> None:
+    y = tr.zeros(3, 4)
+    with pytest.raises(IndexError) as info:
+        y[index] = 1.0
+    assert str(info.value).startswith(f"__setitem__: {what}"), str(info.value)
+    assert not y.numpy().any()  # nothing was written
+    with pytest.raises(IndexError) as info:
+        y[index]
+    assert str(info.value).startswith(f"getitem: {what}"), str(info.value)

@@ -180,3 +180,42 @@ def result_float_dtype(*dtypes: Any) -> np.dtype:
     if not floats:
         return np.dtype(DEFAULT_FLOAT)
     return np.result_type(*floats)
+
+
+def index_array_axes(index: tuple, ndim: int) -> list[tuple[int, int]] | None:
+    """Where the integer arrays of an index tuple point: ``(position in the tuple, axis of
+    the indexed array)`` for each integer-array component, in order.
+
+    ``index`` is a tuple of ints, slices, ``None``, ``Ellipsis``, booleans and arrays (NumPy,
+    CuPy or stand-in; lists already converted to arrays), for an array of ``ndim``
+    dimensions. An int, a slice and an integer array each take one axis, a boolean array as
+    many axes as it has dimensions, ``None`` and a Python boolean none, and ``Ellipsis`` the
+    axes the rest leaves over. ``None`` when the form cannot be mapped (more than one
+    Ellipsis, more indices than axes, a component that is no index): indexing with it
+    raises anyway.
+
+    >>> import numpy as np
+    >>> index_array_axes((Ellipsis, np.array([0, 2])), 3)
+    [(1, 2)]
+    """
+    taken = []
+    for i in index:
+        if i is None or i is Ellipsis or isinstance(i, (bool, np.bool_)):
+            taken.append(0)
+        elif isinstance(i, (int, np.integer, slice)):
+            taken.append(1)
+        elif hasattr(i, "dtype") and hasattr(i, "ndim") and i.dtype.kind in "iub":
+            taken.append(i.ndim if i.dtype.kind == "b" else 1)
+        else:
+            return None
+    ellipses = sum(1 for i in index if i is Ellipsis)
+    if ellipses > 1 or sum(taken) > ndim:
+        return None
+    axes, axis = [], 0
+    for pos, (i, n) in enumerate(zip(index, taken)):
+        if i is Ellipsis:
+            axis += ndim - sum(taken)
+        elif n and hasattr(i, "dtype") and i.dtype.kind in "iu":
+            axes.append((pos, axis))
+        axis += n
+    return axes

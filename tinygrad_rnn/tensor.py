@@ -26,6 +26,7 @@ from .ops import (
 )
 from .ops.base import Context, Function
 from .ops.elementwise import clip_bounds
+from .ops.shape import check_index_bounds
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
@@ -389,7 +390,14 @@ class Tensor:
             value = value.data
         elif xp is not np and type(value) is np.ndarray:
             value = xp.asarray(value)  # host values are copied to the tensor's device
-        self._data[_index(index, xp)] = value
+        index = _index(index, xp)
+        if xp is not np:  # CuPy would wrap an out-of-range index array around
+            check_index_bounds("__setitem__", index, self.shape)
+        try:
+            self._data[index] = value
+        except IndexError as err:
+            raise IndexError(f"__setitem__: index {index!r} for shape {self.shape}: "
+                             f"{err}") from None
         self._bump()
 
     def _inplace_operand(self, op: str, other: Any, instead: str) -> Any:

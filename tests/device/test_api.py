@@ -144,6 +144,67 @@ def test_indexing_with_host_indices_and_setitem(device):
     np.testing.assert_array_equal(y.numpy(), X64)
 
 
+# (index, the offending value, its axis) for a tensor of shape (3, 4)
+OUT_OF_RANGE = [
+    ([0, 5], 5, 0),
+    (np.array([-4]), -4, 0),
+    ((slice(None), np.array([1, 4])), 4, 1),
+    ((Ellipsis, [-5]), -5, 1),
+    ((None, 1, np.array([[0], [9]])), 9, 1),
+    ((np.array([True, False, True]), np.array([7, 0])), 7, 1),
+    ((np.array([0, 1]), np.array([3, 4])), 4, 1),
+    (tr.tensor([3]), 3, 0),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index, bad, axis", OUT_OF_RANGE)
+def test_out_of_range_index_arrays_are_an_error_on_every_device(device, index, bad, axis):
+    """CuPy wraps an out-of-range index array around (so does the stand-in); the library
+    checks the indices of device data itself, so x[index] and x[index] = v raise NumPy's
+    IndexError, naming the op, the index, the axis and the shape, on every device, and
+    nothing is written."""
+    for dev in ("cpu", device):
+        x = tr.tensor(X64, device=dev, requires_grad=True)
+        with pytest.raises(IndexError) as info:
+            x[index]
+        message = str(info.value)
+        assert message.startswith("getitem: index (") and "for shape (3, 4): " in message
+        assert message.endswith(f"index {bad} is out of bounds for axis {axis} with size "
+                                f"{(3, 4)[axis]}"), message
+        y = tr.zeros(3, 4, dtype=np.float64, device=dev)
+        with pytest.raises(IndexError) as info:
+            y[index] = 1.0
+        message = str(info.value)
+        assert message.startswith("__setitem__: index (") and "for shape (3, 4): " in message
+        assert message.endswith(f"index {bad} is out of bounds for axis {axis} with size "
+                                f"{(3, 4)[axis]}"), message
+        assert not y.numpy().any()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("index", [
+    [0, 2, 2], np.array([-1, -3]), (slice(None), np.array([3, -4, 3])),
+    (Ellipsis, [-1]), (np.array([[0], [2]]), np.array([1, -1])), tr.tensor([], dtype=np.int64),
+], ids=["repeated", "negative", "columns", "ellipsis", "broadcast", "empty"])
+def test_in_range_index_arrays_forward_and_backward(device, index):
+    """In-range (and negative) index arrays pass the check: the forward pass, the gradient
+    (repeated indices accumulate) and a write equal the CPU's."""
+    x_cpu = tr.tensor(X64, requires_grad=True)
+    x_dev = tr.tensor(X64, device=device, requires_grad=True)
+    y_cpu, y_dev = x_cpu[index], x_dev[index]
+    assert_same(y_dev, y_cpu, device)
+    upstream = RNG.standard_normal(y_cpu.shape)
+    y_cpu.backward(upstream)
+    y_dev.backward(upstream)
+    assert_same(x_dev.grad, x_cpu.grad, device)
+    z_cpu = tr.zeros(3, 4, dtype=np.float64)
+    z_dev = tr.zeros(3, 4, dtype=np.float64, device=device)
+    z_cpu[index] = 2.0
+    z_dev[index] = 2.0
+    assert_same(z_dev, z_cpu, device)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_cpu_tensor_indexed_by_a_device_index_is_refused(device):
     with pytest.raises(RuntimeError, match=f"index on {device}"):

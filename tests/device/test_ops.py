@@ -44,11 +44,17 @@ ATOL = 1e-6
 RTOL = 1e-5
 
 
-def _skip_unsupported(op: OpInfo, device: str) -> None:
-    """CuPy has no extended-precision float: the astype entry's round trip through
-    ``longdouble`` exists only on NumPy-backed devices."""
-    if device == "cuda" and op.name == "astype" and HAS_WIDE_FLOAT:
+def _unsupported(op: OpInfo, case: Case, device: str) -> bool:
+    """CuPy has no extended-precision float, so the astype entry's round trip through
+    ``longdouble`` exists only on the CPU: the stand-in refuses it as CuPy does (asserted
+    here; True tells the caller to stop), on a GPU the case is skipped."""
+    if op.name != "astype" or not HAS_WIDE_FLOAT or device == "cpu":
+        return False
+    if device == "cuda":
         pytest.skip("CuPy has no longdouble dtype")
+    with pytest.raises(TypeError, match="CuPy has no arrays of dtype"):
+        run_forward(op, cast_case(case, np.float64), device=device)
+    return True
 
 
 # ------------------------------------------------------------------------------ forward
@@ -123,16 +129,16 @@ def check_gradcheck(op: OpInfo, case: Case, device: str) -> None:
 # ------------------------------------------------------------------------------ generated
 def _make_tests(op: OpInfo) -> dict:
     def forward(device: str, case: Case) -> None:
-        _skip_unsupported(op, device)
-        check_forward(op, case, device)
+        if not _unsupported(op, case, device):
+            check_forward(op, case, device)
 
     def vjp(device: str, case: Case, seed: int) -> None:
-        _skip_unsupported(op, device)
-        check_vjp(op, case, device, seed)
+        if not _unsupported(op, case, device):
+            check_vjp(op, case, device, seed)
 
     def gradcheck(device: str, case: Case) -> None:
-        _skip_unsupported(op, device)
-        check_gradcheck(op, case, device)
+        if not _unsupported(op, case, device):
+            check_gradcheck(op, case, device)
 
     tests = {}
     for kind, body, doc, extra in (

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..backend import get_array_module
+from ..backend import get_array_module, index_array_axes, to_device
 from .base import Context, Function
 from .elementwise import broadcast_shape
 
@@ -189,13 +189,45 @@ def _is_advanced(index: tuple) -> bool:
     return any(not isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index)
 
 
+def check_index_bounds(op: str, index: tuple, shape: tuple) -> None:
+    """Raise NumPy's IndexError for an out-of-range entry of an integer index array on a
+    device, where CuPy would wrap it around silently (``x[[0, 5]]`` on 3 rows would read
+    row 2; a backward ``add.at`` would add into it).
+
+    ``index`` is a normalised index tuple for an array of ``shape`` whose integer arrays
+    live on a device. The check costs one small device-to-host copy: the minimum and the
+    maximum of every non-empty integer array, read together. NumPy arrays need no check
+    (NumPy raises itself); call this only for device data. The message has NumPy's words,
+    so it is the same on every device: the op, the index, the shape, the offending value
+    (the largest out of range, or else the smallest) and its axis."""
+    axes = [(pos, axis) for pos, axis in index_array_axes(index, len(shape)) or ()
+            if index[pos].size]
+    if not axes:
+        return
+    xp = get_array_module(*(index[pos] for pos, _ in axes))
+    ends = xp.stack([e for pos, _ in axes for e in (index[pos].min(), index[pos].max())])
+    ends = to_device(ends, "cpu").tolist()  # the one host read
+    for k, (pos, axis) in enumerate(axes):
+        lo, hi, n = int(ends[2 * k]), int(ends[2 * k + 1]), shape[axis]
+        bad = hi if hi >= n else lo if lo < -n else None
+        if bad is not None:
+            raise IndexError(f"{op}: index {index!r} for shape {shape}: index {bad} is out of "
+                             f"bounds for axis {axis} with size {n}")
+
+
 class GetItem(Function):
     """y = x[index] for basic (ints, slices, None, ...) and advanced (integer or boolean
     arrays) indices.  VJP: scatter g back into zeros of x's shape; repeated integer indices
-    accumulate (``add.at``), they do not overwrite."""
+    accumulate (``add.at``), they do not overwrite.
+
+    An out-of-range integer is an IndexError naming the index, its axis and the shape, on
+    every device: NumPy raises it itself, device data is checked first
+    (:func:`check_index_bounds`), since CuPy would wrap the index around."""
 
     @staticmethod
     def forward(ctx: Context, x: Any, index: tuple) -> Any:
+        if get_array_module(x) is not np:
+            check_index_bounds("getitem", index, x.shape)
         try:
             y = x[index]
         except IndexError as err:
