@@ -31,7 +31,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Callable
 
 # Small GEMMs (batch 32, hidden <= 256): BLAS threads cost more in synchronisation than they
 # save. Set before NumPy loads; an explicit setting in the environment wins.
@@ -40,6 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
+from tinygrad_rnn.cli import out_folder, whole_number  # noqa: E402
 from tinygrad_rnn import viz  # noqa: E402
 from tinygrad_rnn.bptt.truncation import chunked  # noqa: E402
 from tinygrad_rnn.data import char_corpus, lm_stream  # noqa: E402
@@ -121,39 +121,6 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
     elapsed = time.time() - t0
     name = f"{CELL_NAMES[cell]} (H={args.hidden})"
     return (name, ppl, model.num_parameters(), elapsed), model, (val_x, train_ppl, val_ppl)
-
-
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
-    (argparse prints the message and exits with status 2)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def out_folder(text: str) -> str:
-    """An argparse type for --out: a folder that exists or can be created (its nearest
-    existing ancestor is a folder we may write in)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
-    probe = os.path.abspath(text)
-    while not os.path.lexists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise argparse.ArgumentTypeError(
-            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(
-            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

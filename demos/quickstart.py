@@ -13,29 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
 
 import numpy as np
 
 import tinygrad_rnn as tr
+from tinygrad_rnn.cli import whole_number
 
 F = tr.functional
-
-
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
-    (argparse prints the message and exits with status 2)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,7 +35,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Callable
 
 # The GEMMs here are small ((64, 64) x (64, 192) per step): BLAS threads cost more in
 # synchronisation than they save, and on a busy machine they spin. Set before NumPy loads;
@@ -45,6 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
+from tinygrad_rnn.cli import out_folder, whole_number  # noqa: E402
 from tinygrad_rnn import decoding, viz  # noqa: E402
 from tinygrad_rnn.data import reversal_examples, reversal_task  # noqa: E402
 
@@ -109,39 +109,6 @@ def exact_matches(model: tr.nn.Seq2Seq, task: object, examples: list,
 def buckets(lo: int, hi: int, width: int = 2) -> list[tuple[int, int]]:
     """Letter-count buckets [a, b] covering lo..hi."""
     return [(a, min(a + width - 1, hi)) for a in range(lo, hi + 1, width)]
-
-
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
-    (argparse prints the message and exits with status 2)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def out_folder(text: str) -> str:
-    """An argparse type for --out: a folder that exists or can be created (its nearest
-    existing ancestor is a folder we may write in)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
-    probe = os.path.abspath(text)
-    while not os.path.lexists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise argparse.ArgumentTypeError(
-            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(
-            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

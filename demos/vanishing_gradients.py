@@ -30,7 +30,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Callable
 
 # The recurrent GEMMs here are small ((64, H) x (H, 4H) with H <= 64): BLAS threads cost more
 # in synchronisation than they save, and on a busy machine they spin. Set before NumPy loads;
@@ -40,6 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
+from tinygrad_rnn.cli import out_folder, whole_number  # noqa: E402
 from tinygrad_rnn import monitor as mon  # noqa: E402
 from tinygrad_rnn import viz  # noqa: E402
 from tinygrad_rnn.data import AddingBaseline, adding_problem  # noqa: E402
@@ -170,39 +170,6 @@ def train_adding(kind: str, args: argparse.Namespace, seed: int) -> tuple[list, 
     with tr.no_grad():
         test = F.mse_loss(model(x_test), y_test).item()
     return result.losses, result.val_losses, test, monitor.state_norms()
-
-
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
-    (argparse prints the message and exits with status 2)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def out_folder(text: str) -> str:
-    """An argparse type for --out: a folder that exists or can be created (its nearest
-    existing ancestor is a folder we may write in)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
-    probe = os.path.abspath(text)
-    while not os.path.lexists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise argparse.ArgumentTypeError(
-            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(
-            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

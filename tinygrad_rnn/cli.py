@@ -368,24 +368,37 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``; anything else is a usage error
+    (argparse prints the message and exits with status 2). Used by this CLI and the demos."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+def out_folder(text: str) -> str:
+    """An argparse type for a demo's --out: a folder that exists or can be created (its
+    nearest existing ancestor is a folder we may write in)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    probe = os.path.abspath(text)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise argparse.ArgumentTypeError(
+            f"cannot use {text!r} as a folder: {probe!r} exists and is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -430,12 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
                "  tinygrad-rnn gradcheck --ops cell,layer --seed 7\n"
                "  tinygrad-rnn gradcheck --device cuda",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    grad.add_argument("--examples", type=_positive_int, default=DEFAULT_EXAMPLES, metavar="N",
+    grad.add_argument("--examples", type=whole_number(1), default=DEFAULT_EXAMPLES, metavar="N",
                       help=f"random examples per entry (default {DEFAULT_EXAMPLES})")
     grad.add_argument("--ops", metavar="A,B,...",
                       help="comma-separated entry names or groups (op, cell, layer); "
                            "default all")
-    grad.add_argument("--seed", type=_non_negative_int, default=0, metavar="N",
+    grad.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
                       help="seed of the random examples (default 0)")
     grad.add_argument("--list", action="store_true", help="list the entries and exit")
     grad.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
