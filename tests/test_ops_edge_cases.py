@@ -491,3 +491,29 @@ def test_setitem_out_of_range_names_the_op_index_and_shape(index: Any, what: str
     with pytest.raises(IndexError) as info:
         y[index]
     assert str(info.value).startswith(f"getitem: {what}"), str(info.value)
+
+
+def test_weighted_mean_divides_by_any_weight_sum_as_torch() -> None:
+    """'mean' divides by the counted rows' weight sum whatever its sign (torch); a zero sum
+    over counted rows gives a non-finite loss, not a silent 0; only all-ignored gives 0."""
+    z = np.array([[2.0, 1.0, 0.1], [0.3, -2.0, 5.0]])
+    y = np.array([0, 1])
+    w = np.array([-1.0, 0.5, 1.0])              # weight sum over the targets: -0.5
+    zt = tr.Tensor(z, requires_grad=True)
+    loss = F.cross_entropy(zt, y, weight=w)
+    loss.backward()
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    rows = -w[y] * logp[np.arange(2), y]
+    np.testing.assert_allclose(loss.item(), rows.sum() / w[y].sum(), rtol=1e-13)
+    tr.gradcheck(lambda t: F.cross_entropy(t, y, weight=w), [tr.Tensor(z, requires_grad=True)])
+    tr.gradcheck(lambda t: F.nll_loss(t, y, weight=w), [tr.Tensor(logp, requires_grad=True)])
+    np.testing.assert_allclose(F.nll_loss(tr.Tensor(logp), y, weight=w).item(),
+                               rows.sum() / w[y].sum(), rtol=1e-13)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zero_sum = F.cross_entropy(tr.Tensor(z), np.array([0, 0]), weight=np.array([0., 1, 1]))
+    assert not np.isfinite(zero_sum.item())
+    assert F.cross_entropy(tr.Tensor(z), np.array([-100, -100])).item() == 0.0
+    torch = pytest.importorskip("torch")
+    tz = torch.tensor(z, requires_grad=True)
+    torch.nn.functional.cross_entropy(tz, torch.tensor(y), weight=torch.tensor(w)).backward()
+    np.testing.assert_allclose(zt.grad, tz.grad.numpy(), rtol=1e-12, atol=1e-15)

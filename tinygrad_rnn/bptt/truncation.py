@@ -90,7 +90,7 @@ def full(T: int) -> Truncation:
 class Window:
     """One backward pass: run steps [start, stop) from the detached state at ``start``; the
     loss covers steps [loss_start, stop). ``carry`` is the step whose state the next window
-    starts from (a step inside (start, stop], or ``stop`` for chunked schedules)."""
+    starts from (a step in [start, stop], or ``stop`` for chunked schedules)."""
 
     start: int
     loss_start: int

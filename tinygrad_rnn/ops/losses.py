@@ -92,14 +92,22 @@ class _HardTargets:
         self.w_y = xp.where(self.valid, w_y, xp.zeros((), dtype=x.dtype))
 
 
-def _reduce_weighted(loss: Any, reduction: str, denom: Any) -> Any:
-    """'none' / 'sum' / weighted 'mean' (divided by ``denom``; 0 when nothing counts)."""
+def _reduce_weighted(loss: Any, reduction: str, denom: Any, counted: bool) -> Any:
+    """'none' / 'sum' / weighted 'mean': divided by ``denom`` (the sum of the counted rows'
+    class weights) as torch does, whatever its sign; 0.0 only when no row is counted (every
+    target ignored), where torch gives NaN. A weight sum of exactly 0 over counted rows gives
+    what the division gives (NaN or inf), as in torch: nothing is corrected silently."""
     if reduction == "none":
         return loss
     total = loss.sum()
     if reduction == "sum":
         return total
-    return total / denom if denom > 0 else get_array_module(loss).zeros((), dtype=loss.dtype)
+    return total / denom if counted else get_array_module(loss).zeros((), dtype=loss.dtype)
+
+
+def _counted(valid: Any, reduction: str) -> bool:
+    """Whether any row counts in a 'mean' (a host bool: one read from a device)."""
+    return bool(valid.any()) if reduction == "mean" else True
 
 
 class CrossEntropy(Function):
@@ -114,8 +122,9 @@ class CrossEntropy(Function):
 
     With eps = 0 and no weights this is p - onehot(y): "y_hat - y". Rows whose target equals
     ``ignore_index`` contribute 0 and get exactly 0 gradient. 'mean' divides by the sum of
-    w_y over the non-ignored rows (torch's definition); when every row is ignored the mean is
-    0.0 with zero gradient (torch returns NaN there).
+    w_y over the non-ignored rows (torch's definition, negative weights included; a weight sum
+    of 0 over counted rows gives NaN or inf, as in torch); when every row is ignored the mean
+    is 0.0 with zero gradient (torch returns NaN there).
     """
 
     float_math = True
@@ -143,14 +152,15 @@ class CrossEntropy(Function):
         else:
             wc = None
         denom = w_y.sum() if reduction == "mean" else None
+        counted = _counted(valid, reduction)
         ctx.save_for_backward(p, safe, valid, w_y)
-        ctx.meta = (x.shape, reduction, eps, wc, denom, num_classes)
-        return _reduce_weighted(loss, reduction, denom)
+        ctx.meta = (x.shape, reduction, eps, wc, denom, counted, num_classes)
+        return _reduce_weighted(loss, reduction, denom, counted)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         p, safe, valid, w_y = ctx.saved_arrays
-        x_shape, reduction, eps, wc, denom, num_classes = ctx.meta
+        x_shape, reduction, eps, wc, denom, counted, num_classes = ctx.meta
         xp = get_array_module(p)
         one = p.dtype.type(1)
         coef = (one - eps) * w_y  # (...,)
@@ -169,7 +179,7 @@ class CrossEntropy(Function):
         elif reduction == "sum":
             dz *= g
         else:
-            dz *= g / denom if denom > 0 else g.dtype.type(0)
+            dz *= g / denom if counted else g.dtype.type(0)
         return _class_first(x_shape, dz)
 
 
@@ -249,21 +259,22 @@ class NLLLoss(Function):
         picked = xp.take_along_axis(z, safe[..., None], axis=-1)[..., 0]
         loss = -w_y * picked
         denom = w_y.sum() if reduction == "mean" else None
+        counted = _counted(tg.valid, reduction)
         ctx.save_for_backward(safe, w_y)
-        ctx.meta = (x.shape, z.shape, reduction, denom)
-        return _reduce_weighted(loss, reduction, denom)
+        ctx.meta = (x.shape, z.shape, reduction, denom, counted)
+        return _reduce_weighted(loss, reduction, denom, counted)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         safe, w_y = ctx.saved_arrays
-        x_shape, z_shape, reduction, denom = ctx.meta
+        x_shape, z_shape, reduction, denom, counted = ctx.meta
         xp = get_array_module(g)
         if reduction == "none":
             coef = -w_y * g
         elif reduction == "sum":
             coef = -w_y * g
         else:
-            coef = -w_y * (g / denom if denom > 0 else g.dtype.type(0))
+            coef = -w_y * (g / denom if counted else g.dtype.type(0))
         dz = xp.zeros(z_shape, dtype=g.dtype)
         xp.put_along_axis(dz, safe[..., None], coef[..., None].astype(g.dtype), axis=-1)
         return _class_first(x_shape, dz)
