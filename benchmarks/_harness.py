@@ -8,7 +8,9 @@ Timing protocol
 ---------------
 Contestants run in the same process, interleaved: repetition r runs every contestant once,
 in an order rotated by r, so slow drifts of the machine (other processes, thermal state,
-frequency) hit every contestant alike. Each repetition gives one time per contestant, and a
+frequency) hit every contestant alike. Over k consecutive repetitions (k contestants) each
+contestant runs once in every position; :func:`interleaved` says what a count of repetitions
+that is not a multiple of k does. Each repetition gives one time per contestant, and a
 ratio is the median over repetitions of the *paired* ratio time_a[r] / time_b[r].
 
 Peak memory
@@ -131,8 +133,11 @@ def interleaved(steps: Sequence[tuple[str, Callable[[], Any]]], reps: int, warmu
     ----------
     steps : (name, fn) pairs; ``fn()`` runs one complete step.
     reps : timed repetitions; repetition r runs the contestants in the order
-        ``names[r % k:] + names[:r % k]`` (k contestants), so each one is first, second, ...
-        equally often.
+        ``names[r % k:] + names[:r % k]`` (k contestants). Every k consecutive repetitions
+        put each contestant once in every position, so when ``reps`` is a multiple of k each
+        one is first, second, ... equally often; otherwise the first ``reps % k`` orders
+        occur once more than the others (with 15 repetitions of 4 contestants, the first
+        three contestants are first 4 times, the last one 3 times).
     warmup : untimed calls of each contestant first (first-call costs: allocations, JIT
         primitive creation in oneDNN, import-time caches).
     sync : called after each step before the clock stops (a GPU synchronisation).

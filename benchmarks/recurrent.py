@@ -29,6 +29,15 @@ OMP_NUM_THREADS and MKL_NUM_THREADS set (and ``torch.set_num_threads``). Peak me
 step is measured at T in {64, 512}: allocator level (tracemalloc for ours, the torch
 profiler's allocation events for torch) in one child process, and, as a cross-check, the
 resident-set growth of a fresh child process per contestant.
+
+Targets (:data:`TARGETS`) are checked only on rows measured at the settings they are set
+for: the CPU ones on device cpu at T = 64, N = 32 and 1 thread (the memory one at H = 256,
+T = 512), the GPU goal on device cuda at H = 1024, N = 256, T = 64 (the fused LSTM step at
+most 2x torch's cuDNN LSTM). Any other row of those contestants says "no target at these
+settings", so a ``--quick`` run or the stand-in device (not a GPU timing) gets no verdict.
+When the first-step losses of a cell and H disagree, every row of that group says LOSS
+MISMATCH instead, with the losses. A verdict compares the unrounded ratio and prints it with
+3 decimals, or more where 3 would put the printed number on the other side of the limit.
 """
 from __future__ import annotations
 
@@ -59,9 +68,10 @@ from tinygrad_rnn.nn.recurrent import GRU, LSTM, RNN  # noqa: E402
 from tinygrad_rnn.tensor import Tensor  # noqa: E402
 
 __all__ = [
-    "Config", "Contestant", "CELLS", "TIME_TARGETS", "MEMORY_TARGET", "make_data",
-    "reference_weights", "contestants", "run_timing", "run_memory_alloc", "run_memory_rss",
-    "timing_rows", "memory_rows", "format_table", "report", "main",
+    "Config", "Contestant", "CELLS", "Target", "TARGETS", "LOSS_RTOL", "make_data",
+    "reference_weights", "contestants", "run_timing", "losses_agree", "run_memory_alloc",
+    "run_memory_rss", "ratio_text", "timing_rows", "memory_rows", "format_table", "report",
+    "main",
 ]
 
 
@@ -79,15 +89,79 @@ CELLS: dict[str, CellSpec] = {
     "rnn": CellSpec("Elman", RNN, "RNN"),
 }
 
-#: (cell, H) -> the largest acceptable median paired ratio fused / torch.nn at 1 thread.
-TIME_TARGETS: dict[tuple[str, int], float] = {
-    ("lstm", 64): 1.0, ("lstm", 256): 0.9, ("lstm", 1024): 0.9,
-    ("gru", 256): 0.9, ("rnn", 256): 0.8,
-}
-#: The autograd engine against the Python loop over torch.nn.LSTMCell, 1 thread, every H.
-AUTOGRAD_TARGET = 1.0
-#: Peak memory of the fused LSTM step against torch.nn.LSTM at this T.
-MEMORY_TARGET = (512, 0.6)
+@dataclass(frozen=True)
+class Target:
+    """A goal for one contestant, with the run conditions it is defined for.
+
+    ``what`` is ``"time"`` (the median paired wall-time ratio) or ``"memory"`` (the ratio of
+    peak memory of one step). The goal is about the contestant of ``kind`` (``fused`` or
+    ``autograd``) in ``cell`` at H = ``hidden`` (None: every H), which meets it when its
+    ratio to the contestant named ``reference`` is at most ``limit``. It is checked only on
+    a row measured under all its conditions: on ``device``, at T = ``seq_len``, N =
+    ``batch`` and with ``threads`` BLAS/torch threads (None: not a condition, as on a GPU, or
+    in the memory child, which always runs 1 thread). A row of that contestant and H
+    measured under other conditions says "no target at these settings" instead of PASS or
+    MISS.
+    """
+
+    what: str
+    kind: str
+    cell: str
+    reference: str
+    limit: float
+    device: str
+    seq_len: int
+    batch: int
+    hidden: int | None
+    threads: int | None
+
+    def concerns(self, what: str, kind: str, cell: str, hidden: int) -> bool:
+        """True if this goal is about this measurement of this contestant at this H."""
+        return ((what, kind, cell) == (self.what, self.kind, self.cell)
+                and self.hidden in (None, hidden))
+
+    def holds_at(self, device: str, seq_len: int, batch: int, threads: int | None) -> bool:
+        """True if a row measured under these conditions is checked against this goal."""
+        return (device == self.device and seq_len == self.seq_len and batch == self.batch
+                and (self.threads is None or threads == self.threads))
+
+    def goal(self) -> str:
+        """The goal in the report's words, e.g. ``<= 0.90x torch.nn.GRU``."""
+        return f"<= {self.limit:.2f}x {self.reference}"
+
+    def conditions(self) -> str:
+        """The conditions in the report's words, e.g. ``device cpu, H=256, T=64, N=32, 1
+        thread``."""
+        parts = [f"device {self.device}", "every H" if self.hidden is None
+                 else f"H={self.hidden}", f"T={self.seq_len}", f"N={self.batch}"]
+        if self.threads is not None:
+            parts.append(f"{self.threads} thread(s)")
+        return ", ".join(parts)
+
+
+def _cpu_time(kind: str, cell: str, reference: str, limit: float,
+              hidden: int | None) -> Target:
+    """A step-time goal of the CPU benchmark: T = 64, N = 32, 1 thread."""
+    return Target("time", kind, cell, reference, limit, "cpu", 64, 32, hidden, 1)
+
+
+#: Every goal of the benchmark. On the CPU: the fused step against torch.nn at T = 64,
+#: N = 32, 1 thread; the autograd LSTM against a Python loop over torch.nn.LSTMCell (every
+#: H); the peak memory of the fused LSTM step at H = 256, T = 512. On a GPU: the fused LSTM
+#: step at H = 1024, N = 256 (T = 64) at least half as fast as torch's cuDNN LSTM.
+TARGETS: tuple[Target, ...] = (
+    _cpu_time("fused", "lstm", "torch.nn.LSTM", 1.0, 64),
+    _cpu_time("fused", "lstm", "torch.nn.LSTM", 0.9, 256),
+    _cpu_time("fused", "lstm", "torch.nn.LSTM", 0.9, 1024),
+    _cpu_time("fused", "gru", "torch.nn.GRU", 0.9, 256),
+    _cpu_time("fused", "rnn", "torch.nn.RNN", 0.8, 256),
+    _cpu_time("autograd", "lstm", "torch LSTMCell loop", 1.0, None),
+    Target("memory", "fused", "lstm", "torch.nn.LSTM", 0.6, "cpu", 512, 32, 256, None),
+    Target("time", "fused", "lstm", "torch.nn.LSTM", 2.0, "cuda", 64, 256, 1024, None),
+)
+
+#: First-step losses agree when they differ by at most this, relative (plus 1e-5 absolute).
+LOSS_RTOL = 1e-4
 
 CLASSES = 64
 ENGINES = ("fused", "autograd")
@@ -278,7 +352,9 @@ def run_timing(cfg: Config, threads: int | None = None, torch: Any = None,
     ``threads`` is only recorded (the BLAS threads were fixed when NumPy was imported).
     Each contestant first runs one untimed step (warm-up), whose losses are compared: every
     contestant computes the same function from the same weights. Returns one record per
-    contestant with the per-repetition times.
+    contestant with the per-repetition times, the run's conditions (device, T, N, threads)
+    and ``loss_ok``: whether every contestant of this cell and H reached the same first-step
+    loss (see :func:`losses_agree`), the same flag for the whole group.
     """
     records = []
     sync = _cuda_sync(torch) if cfg.device == "cuda" else None
@@ -295,24 +371,35 @@ def run_timing(cfg: Config, threads: int | None = None, torch: Any = None,
                     _log(f"  {c.name} failed on {cfg.device}: {type(exc).__name__}: {exc}")
                     continue
                 built.append((c, step))
+            if not built:
+                _log(f"  {CELLS[cell].label} H={hidden}: every contestant failed; no row")
+                continue
             reps = cfg.reps_at(hidden, threads)
             times = hz.interleaved([(c.name, step) for c, step in built], reps=reps,
                                    warmup=0, sync=sync)
-            ref = next(iter(losses.values()))
+            agree = losses_agree(list(losses.values()))
             for c, _ in built:
-                rec = dict(threads=threads, cell=cell, hidden=hidden, seq_len=cfg.seq_len,
-                           batch=cfg.batch, contestant=c.name, kind=c.kind,
-                           wall_ms=times[c.name].wall_ms, cpu_ms=times[c.name].cpu_ms,
-                           faults=times[c.name].faults,
-                           loss=losses[c.name],
-                           loss_ok=bool(abs(losses[c.name] - ref) <= 1e-4 * abs(ref) + 1e-5))
+                rec = dict(device=cfg.device, threads=threads, cell=cell, hidden=hidden,
+                           seq_len=cfg.seq_len, batch=cfg.batch, contestant=c.name,
+                           kind=c.kind, wall_ms=times[c.name].wall_ms,
+                           cpu_ms=times[c.name].cpu_ms, faults=times[c.name].faults,
+                           loss=losses[c.name], loss_ok=agree)
                 records.append(rec)
             if log is not None:
                 summary = ", ".join(f"{c.name} {hz.median(times[c.name].wall_ms):.1f}"
                                     for c, _ in built)
-                log(f"  [{threads} thread(s)] {CELLS[cell].label} H={hidden} "
+                where = f"device {cfg.device}" if threads is None else f"{threads} thread(s)"
+                log(f"  [{where}] {CELLS[cell].label} H={hidden} "
                     f"({reps} reps): {summary} ms")
     return records
+
+
+def losses_agree(losses: Sequence[float]) -> bool:
+    """True if every two of ``losses`` differ by at most ``LOSS_RTOL`` relative to the smaller
+    in magnitude (plus 1e-5 absolute); False if any is NaN. Compared pairwise, so that no
+    contestant is taken as the right one."""
+    return all(abs(a - b) <= LOSS_RTOL * min(abs(a), abs(b)) + 1e-5
+               for a in losses for b in losses)
 
 
 def _cuda_sync(torch: Any) -> Callable[[], None]:
@@ -345,9 +432,9 @@ def run_memory_alloc(cfg: Config, torch: Any = None,
                     peak = hz.peak_torch_alloc(torch, step)
                     method = "torch.profiler"
                 del step
-                records.append(dict(cell=cell, hidden=cfg.mem_hidden, seq_len=T,
-                                    contestant=c.name, kind=c.kind, method="alloc",
-                                    detail=method, bytes=peak))
+                records.append(dict(device=cfg.device, cell=cell, hidden=cfg.mem_hidden,
+                                    seq_len=T, batch=cfg.batch, contestant=c.name,
+                                    kind=c.kind, method="alloc", detail=method, bytes=peak))
                 if log is not None and peak is not None:
                     log(f"  memory {CELLS[cell].label} T={T} {c.name}: "
                         f"{peak / 2**20:.1f} MiB ({method})")
@@ -369,8 +456,9 @@ def run_memory_rss(cfg: Config, cell: str, seq_len: int, name: str,
     step = c.factory()
     step()
     peak = hz.peak_rss_delta(step)
-    return dict(cell=cell, hidden=cfg.mem_hidden, seq_len=seq_len, contestant=c.name,
-                kind=c.kind, method="rss", detail="VmHWM - VmRSS", bytes=peak)
+    return dict(device=cfg.device, cell=cell, hidden=cfg.mem_hidden, seq_len=seq_len,
+                batch=cfg.batch, contestant=c.name, kind=c.kind, method="rss",
+                detail="VmHWM - VmRSS", bytes=peak)
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,38 +468,105 @@ def _torch_name(cell: str) -> str:
     return f"torch.nn.{CELLS[cell].torch_name}"
 
 
-def _check(ratio: float | None, limit: float) -> str:
+def ratio_text(ratio: float, limit: float) -> str:
+    """``ratio`` as a verdict prints it: 3 decimals, or as many more as it takes for the
+    printed number to lie on the same side of ``limit`` as the ratio itself. The verdict
+    compares the unrounded ratio, so 0.9004 against 0.9 is a MISS printed as ``0.9004x``
+    (not ``0.900x``) and 0.89996 a PASS printed as ``0.900x``."""
+    digits = 3
+    while (float(f"{ratio:.{digits}f}") <= limit) != (ratio <= limit) and digits < 17:
+        digits += 1
+    return f"{ratio:.{digits}f}x"
+
+
+def _run_text(device: str, seq_len: int, batch: int, threads: int | None) -> str:
+    """The conditions of a measurement in the report's words (as :meth:`Target.conditions`)."""
+    parts = [f"device {device}", f"T={seq_len}", f"N={batch}"]
+    if threads is not None:
+        parts.append(f"{threads} thread(s)")
+    return ", ".join(parts)
+
+
+def _judge(goal: Target, ratio: float | None, mismatch: str | None,
+           method: str = "") -> tuple[str, str, str]:
+    """The verdict on one goal: (status, what the row's check shows in brackets, the rest of
+    its line in the Targets section).
+
+    ``mismatch`` names the first-step losses when the contestants of the group disagree
+    (then no ratio of the group means anything); ``method`` labels a memory ratio with the
+    measurement it comes from.
+    """
+    if mismatch is not None:
+        return ("LOSS MISMATCH", mismatch,
+                f"not judged: the first-step losses disagree ({mismatch})")
     if ratio is None:
-        return "n/a (no reference)"
-    return f"{'PASS' if ratio <= limit else 'MISS'} ({ratio:.2f}x)"
+        return "n/a", "no reference", f"not measured: no {goal.reference} in this run"
+    shown = ratio_text(ratio, goal.limit) + (f" {method}" if method else "")
+    return ("PASS" if ratio <= goal.limit else "MISS"), shown, f"measured {shown}"
 
 
-def timing_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
-    """One table row per timing record: medians, the median paired ratio to torch.nn of the
-    same cell, H and thread count, and the target with PASS/MISS where one applies."""
+class _Table(NamedTuple):
+    """The rows of a table and what the report's Targets section says about them."""
+
+    rows: list[dict[str, str]]
+    lines: list[str]          # one per verdict: "PASS: ...", "MISS: ...", "LOSS MISMATCH: ..."
+    checked: set[Target]      # goals that got a verdict
+    unchecked: set[Target]    # goals of a contestant in the table measured at other settings
+
+
+def _verdicts(about: tuple, held_at: tuple, subject: str,
+              ratio_of: Callable[[Target], tuple[float | None, str]], mismatch: str | None,
+              table: _Table) -> tuple[str, str]:
+    """Check one row against every goal about it; return its (target, check) cells and add
+    the verdicts and the goals left unchecked to ``table``.
+
+    ``about`` is the row's (what, kind, cell, H), ``held_at`` its (device, T, N, threads);
+    ``ratio_of(goal)`` gives the ratio to the goal's reference and a label of how it was
+    measured. A row no goal is about gets empty cells.
+    """
+    goals = [t for t in TARGETS if t.concerns(*about)]
+    held = [t for t in goals if t.holds_at(*held_at)]
+    table.unchecked.update(t for t in goals if t not in held)
+    checks = []
+    for goal in held:
+        ratio, method = ratio_of(goal) if mismatch is None else (None, "")
+        status, shown, rest = _judge(goal, ratio, mismatch, method)
+        checks.append(f"{status} ({shown})")
+        table.checked.add(goal)
+        table.lines.append(f"{status}: {subject}: {goal.goal()}, {rest}")
+    if held:
+        check = "; ".join(dict.fromkeys(checks))     # one LOSS MISMATCH for several goals
+    elif mismatch is not None:
+        check = f"LOSS MISMATCH ({mismatch})"
+    else:
+        check = "no target at these settings" if goals else ""
+    return "; ".join(t.goal() for t in held), check
+
+
+def _timing_table(records: Sequence[dict[str, Any]]) -> _Table:
+    table = _Table([], [], set(), set())
     groups: dict[tuple, dict[str, dict]] = {}
     for r in records:
-        groups.setdefault((r["threads"], r["cell"], r["hidden"]), {})[r["contestant"]] = r
-    rows = []
-    for (threads, cell, hidden), members in groups.items():
+        key = (r["device"], r["threads"], r["seq_len"], r["batch"], r["cell"], r["hidden"])
+        groups.setdefault(key, {})[r["contestant"]] = r
+    for (device, threads, T, N, cell, hidden), members in groups.items():
         ref = members.get(_torch_name(cell))
-        loop = members.get("torch LSTMCell loop")
+        mismatch = None
+        if not all(r["loss_ok"] for r in members.values()):
+            mismatch = ", ".join(f"{name} {r['loss']:.7g}" for name, r in members.items())
         for name, r in members.items():
             ratio = hz.paired_ratio(r["wall_ms"], ref["wall_ms"]) if ref else None
             cpu_ratio = hz.paired_ratio(r["cpu_ms"], ref["cpu_ms"]) if ref else None
-            target, check = "", ""
-            one_thread = threads in (1, None)
-            if r["kind"] == "fused" and (cell, hidden) in TIME_TARGETS and one_thread:
-                limit = TIME_TARGETS[(cell, hidden)]
-                target = f"<= {limit:.2f}x {_torch_name(cell)}"
-                check = _check(ratio, limit)
-            elif r["kind"] == "autograd" and cell == "lstm" and one_thread:
-                target = f"<= {AUTOGRAD_TARGET:.2f}x LSTMCell loop"
-                vs_loop = hz.paired_ratio(r["wall_ms"], loop["wall_ms"]) if loop else None
-                check = _check(vs_loop, AUTOGRAD_TARGET)
-            if not r.get("loss_ok", True):
-                check = (check + " " if check else "") + "LOSS MISMATCH"
-            rows.append({
+
+            def ratio_of(goal: Target, r: dict = r) -> tuple[float | None, str]:
+                vs = members.get(goal.reference)
+                return (hz.paired_ratio(r["wall_ms"], vs["wall_ms"]) if vs else None), ""
+
+            subject = (f"{name} {CELLS[cell].label} H={hidden} "
+                       f"(time, {_run_text(device, T, N, threads)})")
+            target, check = _verdicts(("time", r["kind"], cell, hidden), (device, T, N, threads),
+                                      subject, ratio_of, mismatch, table)
+            table.rows.append({
                 "threads": "-" if threads is None else str(threads),
                 "cell": CELLS[cell].label, "H": str(hidden), "contestant": name,
                 "ms": f"{hz.median(r['wall_ms']):.2f}",
@@ -422,42 +577,60 @@ def timing_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
                 "cpu x torch.nn": "-" if cpu_ratio is None else f"{cpu_ratio:.2f}x",
                 "target": target, "check": check,
             })
-    return rows
+    return table
 
 
-def memory_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
-    """One row per (cell, T, contestant): the allocator-level and resident-set peaks in MiB,
-    each with its ratio to torch.nn, and the memory target on the fused LSTM."""
-    table: dict[tuple, dict[str, dict]] = {}
-    order: list[tuple] = []
+def timing_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """One table row per timing record: medians, the median paired ratio to torch.nn of the
+    same cell, H, thread count, T, N and device, and the verdict on every goal of
+    :data:`TARGETS` about the contestant at this H that holds at those settings (PASS/MISS
+    with the ratio; ``LOSS MISMATCH`` with every loss of the group, on every row of a group
+    whose contestants disagree; ``no target at these settings`` where the contestant's
+    goals at this H are set at another device, T, N or thread count)."""
+    return _timing_table(records).rows
+
+
+def _memory_table(records: Sequence[dict[str, Any]]) -> _Table:
+    table = _Table([], [], set(), set())
+    by_key: dict[tuple, dict[str, dict]] = {}
     for r in records:
-        key = (r["cell"], r["hidden"], r["seq_len"], r["contestant"])
-        if key not in table:
-            table[key] = {}
-            order.append(key)
-        table[key][r["method"]] = r
-    rows = []
-    for key in order:
-        cell, hidden, T, name = key
-        ref = table.get((cell, hidden, T, _torch_name(cell)), {})
+        key = (r["device"], r["batch"], r["cell"], r["hidden"], r["seq_len"], r["contestant"])
+        by_key.setdefault(key, {})[r["method"]] = r
+    for key, methods in by_key.items():
+        device, N, cell, hidden, T, name = key
+        ref = by_key.get((device, N, cell, hidden, T, _torch_name(cell)), {})
         row = {"cell": CELLS[cell].label, "H": str(hidden), "T": str(T), "contestant": name}
         ratios = {}
         for method, label in (("alloc", "alloc"), ("rss", "RSS")):
-            mine = table[key].get(method, {}).get("bytes")
+            mine = methods.get(method, {}).get("bytes")
             theirs = ref.get(method, {}).get("bytes")
             row[f"{label} MiB"] = "-" if mine is None else f"{mine / 2**20:.1f}"
             ratio = mine / theirs if mine is not None and theirs else None
             ratios[method] = ratio
             row[f"{label} x torch.nn"] = "-" if ratio is None else f"{ratio:.2f}x"
-        row["target"], row["check"] = "", ""
-        kind = next(iter(table[key].values()))["kind"]
-        if cell == "lstm" and kind == "fused" and T == MEMORY_TARGET[0]:
-            limit = MEMORY_TARGET[1]
-            row["target"] = f"<= {limit:.2f}x torch.nn.LSTM (alloc)"
-            ratio = ratios["alloc"] if ratios["alloc"] is not None else ratios["rss"]
-            row["check"] = _check(ratio, limit)
-        rows.append(row)
-    return rows
+
+        def ratio_of(goal: Target, ratios: dict = ratios) -> tuple[float | None, str]:
+            # the allocator-level ratio; the resident-set one where torch's is missing
+            if ratios["alloc"] is not None:
+                return ratios["alloc"], "alloc"
+            return ratios["rss"], "RSS"
+
+        subject = (f"{name} {CELLS[cell].label} H={hidden} "
+                   f"(memory, {_run_text(device, T, N, None)})")
+        kind = next(iter(methods.values()))["kind"]
+        row["target"], row["check"] = _verdicts(("memory", kind, cell, hidden),
+                                                (device, T, N, None), subject, ratio_of,
+                                                None, table)
+        table.rows.append(row)
+    return table
+
+
+def memory_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """One row per (cell, T, contestant): the allocator-level and resident-set peaks in MiB,
+    each with its ratio to torch.nn, and the verdict on the memory goal of the fused LSTM
+    where it holds, labelled with the measurement it used (``alloc``, or ``RSS`` where an
+    allocator-level peak is missing)."""
+    return _memory_table(records).rows
 
 
 def format_table(rows: Sequence[dict[str, str]], markdown: bool = False) -> str:
@@ -493,9 +666,11 @@ def _is_number(v: str) -> bool:
 
 def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: dict,
            command: str, markdown: bool, notes: Sequence[str] = ()) -> str:
-    """The whole printed report: set-up, timing table, memory table, list of targets."""
-    trows = timing_rows(timing)
-    mrows = memory_rows(memory)
+    """The whole printed report: set-up, timing table, memory table, and the Targets
+    section: one line per verdict, then each goal about a contestant of this run that was
+    checked nowhere in it, with the settings it is defined at."""
+    ttable, mtable = _timing_table(timing), _memory_table(memory)
+    trows, mrows = ttable.rows, mtable.rows
     h = "### " if markdown else ""
     bullet = "- " if markdown else "  "
     out = [f"{h}Recurrent training step: ours against torch.nn", ""]
@@ -520,14 +695,14 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
     if mrows:
         out += ["", f"{h}Peak memory of one step (H={cfg.mem_hidden}, 1 thread)", ""]
         out.append(format_table(mrows, markdown))
-    checks = [r for r in trows + mrows if r["check"]]
-    if checks:
+    lines = ttable.lines + mtable.lines
+    checked = ttable.checked | mtable.checked
+    lines += [f"not checked at these settings: {t.kind} {CELLS[t.cell].label} ({t.what}) "
+              f"{t.goal()}, set for {t.conditions()}"
+              for t in TARGETS if t in ttable.unchecked | mtable.unchecked and t not in checked]
+    if lines:
         out += ["", f"{h}Targets", ""]
-        for r in checks:
-            where = f"{r['cell']} H={r['H']}" + (f" T={r['T']}" if "T" in r else "")
-            what = "memory" if "T" in r else f"time, {r['threads']} thread(s)"
-            out.append(f"{bullet}{r['check'].split()[0]}: {r['contestant']} {where} ({what}): "
-                       f"{r['target']}, measured {' '.join(r['check'].split()[1:])}")
+        out += [f"{bullet}{line}" for line in lines]
     return "\n".join(out) + "\n"
 
 
@@ -536,8 +711,15 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
 # --------------------------------------------------------------------------------------------
 _PROFILER_NOISE = ("USDT:", "STAGE:")
 #: Environment variables that change the results; shown in the report's command when set.
-_RESULT_ENV_VARS = ("OPENBLAS_CORETYPE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
+#: OpenBLAS: its kernel choice, the L2 cache size it blocks for, how long idle worker
+#: threads wait, and its thread pinning (where the build pins threads).
+_RESULT_ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_THREAD_TIMEOUT",
+                    "OPENBLAS_MAIN_FREE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                     "MALLOC_TOP_PAD_", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+#: Thread counts. A CPU run sets those of :data:`benchmarks._harness.THREAD_ENV_VARS` in
+#: each child from ``--threads`` (OpenBLAS then ignores the other two), so the command shows
+#: them only for a ``--device`` run, which times in this process with the inherited ones.
+_THREAD_ENV_VARS = (*hz.THREAD_ENV_VARS, "GOTO_NUM_THREADS", "OPENBLAS_DEFAULT_NUM_THREADS")
 
 
 def _child_run(cfg: Config, mode: str, env: dict[str, str], extra: Sequence[str] = ()) -> Any:
@@ -674,11 +856,13 @@ def _run_device(cfg: Config, args: argparse.Namespace, command: str) -> int:
             torch = None
     records = run_timing(cfg, None, torch, log=_log)
     info = hz.machine_info(torch)
-    note = ("GPU run: ours on CuPy, torch on CUDA; no memory table" if cfg.device == "cuda"
+    note = ("GPU run: ours on CuPy, torch on CUDA; the GPU goal is checked at H=1024, "
+            "N=256, T=64; no memory table" if cfg.device == "cuda"
             else "stand-in device run: checks the device code path (NumPy under CuPy's rules)"
-                 " against torch on the CPU; not a GPU timing; no memory table")
+                 " against torch on the CPU; not a GPU timing, so no target is checked; no "
+                 "memory table")
     text = report(cfg, records, [], info, command, args.markdown, notes=[note])
-    _emit(text, cfg, records, [], info, command, args)
+    _emit(text, cfg, records, [], info, command, args, notes=[note])
     return 0
 
 
@@ -700,7 +884,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _child_main(args)
     cfg = config_from_args(args)
     shown = list(sys.argv[1:] if argv is None else argv)
-    env_shown = [f"{k}={os.environ[k]}" for k in _RESULT_ENV_VARS if k in os.environ]
+    shown_vars = _RESULT_ENV_VARS + (_THREAD_ENV_VARS if cfg.device != "cpu" else ())
+    env_shown = [f"{k}={os.environ[k]}" for k in shown_vars if k in os.environ]
     command = " ".join([*env_shown, "python benchmarks/recurrent.py", *shown])
     if cfg.device != "cpu":
         return _run_device(cfg, args, command)

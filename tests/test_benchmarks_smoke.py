@@ -69,23 +69,140 @@ def test_timing_against_torch_same_loss_and_rows() -> None:
         else:
             assert r["x torch.nn"].endswith("x") and float(r["x torch.nn"][:-1]) >= 0
     auto_lstm = [r for r in rows if r["cell"] == "LSTM" and r["contestant"] == "autograd"][0]
-    assert "LSTMCell loop" in auto_lstm["target"]
-    assert auto_lstm["check"].split()[0] in ("PASS", "MISS")
+    # the autograd LSTM's goal (<= 1x the LSTMCell loop) holds at T=64, N=32, not here
+    assert auto_lstm["target"] == "" and auto_lstm["check"] == "no target at these settings"
+
+
+def trec(name: str, kind: str, ms: list[float], **over: object) -> dict:
+    """A synthetic timing record: by default GRU, H=256 at the CPU targets' settings."""
+    base = dict(device="cpu", threads=1, cell="gru", hidden=256, seq_len=64, batch=32,
+                contestant=name, kind=kind, wall_ms=ms, cpu_ms=ms, faults=[0] * len(ms),
+                loss=1.0, loss_ok=True)
+    base.update(over)
+    return base
 
 
 def test_time_target_check_logic() -> None:
-    def rec(name: str, kind: str, ms: list[float]) -> dict:
-        return dict(threads=1, cell="gru", hidden=256, seq_len=64, batch=32, contestant=name,
-                    kind=kind, wall_ms=ms, cpu_ms=ms, loss=1.0, loss_ok=True)
-
     torch_ms = [10.0, 20.0, 10.0]
-    fast = bench.timing_rows([rec("fused", "fused", [8.0, 17.0, 9.0]),
-                              rec("torch.nn.GRU", "torch", torch_ms)])
+    fast = bench.timing_rows([trec("fused", "fused", [8.0, 17.0, 9.0]),
+                              trec("torch.nn.GRU", "torch", torch_ms)])
     assert fast[0]["target"] == "<= 0.90x torch.nn.GRU"
-    assert fast[0]["check"] == "PASS (0.85x)"      # paired ratios 0.8, 0.85, 0.9
-    slow = bench.timing_rows([rec("fused", "fused", [9.5, 19.0, 9.1]),
-                              rec("torch.nn.GRU", "torch", torch_ms)])
-    assert slow[0]["check"] == "MISS (0.95x)"
+    assert fast[0]["check"] == "PASS (0.850x)"      # paired ratios 0.8, 0.85, 0.9
+    slow = bench.timing_rows([trec("fused", "fused", [9.5, 19.0, 9.1]),
+                              trec("torch.nn.GRU", "torch", torch_ms)])
+    assert slow[0]["check"] == "MISS (0.950x)"
+    assert slow[1]["target"] == "" and slow[1]["check"] == ""
+
+
+def _lstm_group(device: str, threads: int | None, fused_ms: float, hidden: int = 1024,
+                seq_len: int = 64, batch: int = 256) -> list[dict]:
+    over = dict(device=device, threads=threads, cell="lstm", hidden=hidden, seq_len=seq_len,
+                batch=batch)
+    return [trec("fused", "fused", [fused_ms], **over),
+            trec("autograd", "autograd", [40.0], **over),
+            trec("torch.nn.LSTM", "torch", [10.0], **over),
+            trec("torch LSTMCell loop", "torch-cell", [30.0], **over)]
+
+
+def test_gpu_run_is_judged_by_the_gpu_goal_only() -> None:
+    """On 'cuda' at H=1024, N=256, T=64 the fused LSTM is held to <= 2x torch's cuDNN LSTM,
+    not to the CPU table; the autograd LSTM has no GPU goal."""
+    rows = {r["contestant"]: r for r in bench.timing_rows(_lstm_group("cuda", None, 15.0))}
+    assert rows["fused"]["target"] == "<= 2.00x torch.nn.LSTM"
+    assert rows["fused"]["check"] == "PASS (1.500x)"
+    assert rows["autograd"]["check"] == "no target at these settings"
+    assert rows["autograd"]["target"] == "" and rows["torch.nn.LSTM"]["check"] == ""
+    slow = bench.timing_rows(_lstm_group("cuda", None, 25.0))
+    assert slow[0]["check"] == "MISS (2.500x)"
+    # the GPU goal holds at N=256 only; another N on the GPU gets no verdict
+    other_n = bench.timing_rows(_lstm_group("cuda", None, 15.0, batch=32))
+    assert other_n[0]["check"] == "no target at these settings"
+
+
+def test_standin_and_other_settings_get_no_verdict() -> None:
+    """The CPU targets hold at T=64, N=32, 1 thread on the CPU: the stand-in device, another
+    T or N, or 2 threads say "no target at these settings" instead of PASS/MISS."""
+    for group in (_lstm_group("standin", None, 5.0),
+                  _lstm_group("standin", None, 5.0, batch=32),
+                  _lstm_group("cpu", 1, 5.0, seq_len=32, batch=32),
+                  _lstm_group("cpu", 1, 5.0, batch=16),
+                  _lstm_group("cpu", 2, 5.0, batch=32),
+                  _lstm_group("cpu", None, 5.0, batch=32)):
+        rows = bench.timing_rows(group)
+        assert [r["check"] for r in rows] == ["no target at these settings"] * 2 + [""] * 2
+        assert all(r["target"] == "" for r in rows)
+    rows = bench.timing_rows(_lstm_group("cpu", 1, 5.0, batch=32))
+    assert [r["check"] for r in rows[:2]] == ["PASS (0.500x)", "MISS (1.333x)"]
+    cfg = tiny(device="standin", cells=["lstm"], hidden=[1024], seq_len=64, batch=32)
+    text = bench.report(cfg, _lstm_group("standin", None, 5.0, batch=32), [], {}, "cmd",
+                        False)
+    assert "PASS" not in text and "MISS" not in text
+    assert ("not checked at these settings: fused LSTM (time) <= 0.90x torch.nn.LSTM, set for"
+            " device cpu, H=1024, T=64, N=32, 1 thread(s)") in text
+
+
+def test_memory_target_holds_at_its_settings_only() -> None:
+    def mrec(name: str, kind: str, mib: float, hidden: int = 256, seq_len: int = 512,
+             batch: int = 32) -> dict:
+        return dict(device="cpu", batch=batch, cell="lstm", hidden=hidden, seq_len=seq_len,
+                    contestant=name, kind=kind, method="alloc", detail="",
+                    bytes=int(mib * 2**20))
+
+    for over, check in ((dict(hidden=128), ""), (dict(seq_len=64), "no target at these "
+                        "settings"), (dict(batch=16), "no target at these settings")):
+        rows = bench.memory_rows([mrec("fused", "fused", 10.0, **over),
+                                  mrec("torch.nn.LSTM", "torch", 100.0, **over)])
+        assert rows[0]["check"] == check and rows[0]["target"] == "", over
+
+
+def test_loss_mismatch_voids_every_verdict_of_its_group() -> None:
+    """A reference that disagrees with the others must not leave the fused row's PASS
+    standing: every row of the group says LOSS MISMATCH with every loss, and so does its
+    line in the Targets section."""
+    records = [trec("fused", "fused", [5.0], loss=4.158883, loss_ok=False),
+               trec("autograd", "autograd", [7.0], loss=4.158883, loss_ok=False),
+               trec("torch.nn.GRU", "torch", [10.0], loss=4.2, loss_ok=False),
+               trec("fused", "fused", [5.0], hidden=64),
+               trec("torch.nn.GRU", "torch", [10.0], hidden=64)]
+    rows = bench.timing_rows(records)
+    losses = "fused 4.158883, autograd 4.158883, torch.nn.GRU 4.2"
+    assert [r["check"] for r in rows[:3]] == [f"LOSS MISMATCH ({losses})"] * 3
+    assert rows[0]["target"] == "<= 0.90x torch.nn.GRU"
+    assert [r["check"] for r in rows[3:]] == ["", ""]       # the other H is unaffected
+    text = bench.report(tiny(cells=["gru"], hidden=[64, 256]), records, [], {}, "cmd", False)
+    targets = text.split("Targets\n")[-1]
+    assert "PASS" not in targets and "MISS" not in targets
+    assert (f"  LOSS MISMATCH: fused GRU H=256 (time, device cpu, T=64, N=32, 1 thread(s)): "
+            f"<= 0.90x torch.nn.GRU, not judged: the first-step losses disagree ({losses})"
+            ) in targets
+
+
+def test_run_timing_flags_the_whole_group_on_a_loss_mismatch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_timing compares the first-step losses pairwise: when the reference (listed last)
+    disagrees, every record of the group is flagged, not only the reference's."""
+    def fake(cell: str, hidden: int, seq_len: int, cfg: bench.Config,
+             torch: object = None) -> list[bench.Contestant]:
+        return [bench.Contestant(name, kind, lambda loss=loss: (lambda: loss))
+                for name, kind, loss in (("fused", "fused", 1.0), ("autograd", "autograd", 1.0),
+                                         ("torch.nn.GRU", "torch", 1.5))]
+
+    monkeypatch.setattr(bench, "contestants", fake)
+    records = bench.run_timing(tiny(cells=["gru"]), threads=1)
+    assert [r["loss_ok"] for r in records] == [False, False, False]
+    assert all(r["device"] == "cpu" for r in records)
+    assert bench.losses_agree([4.0, 4.0002]) and not bench.losses_agree([4.0, 4.001])
+    assert not bench.losses_agree([float("nan"), float("nan")])
+
+
+def test_printed_ratio_never_contradicts_the_verdict() -> None:
+    assert bench.ratio_text(0.9004, 0.9) == "0.9004x"        # MISS, not "0.900x"
+    assert bench.ratio_text(0.89996, 0.9) == "0.900x"        # PASS, and 0.900 <= 0.90
+    assert bench.ratio_text(0.9, 0.9) == "0.900x"
+    assert bench.ratio_text(1.23456, 0.9) == "1.235x"
+    rows = bench.timing_rows([trec("fused", "fused", [9.004]),
+                              trec("torch.nn.GRU", "torch", [10.0])])
+    assert rows[0]["check"] == "MISS (0.9004x)"
 
 
 # ------------------------------------------------------------------------------ memory rows
@@ -109,14 +226,24 @@ def test_memory_alloc_rows_and_growth_with_T() -> None:
 
 
 def test_memory_target_check_logic() -> None:
-    def rec(name: str, kind: str, mib: float) -> dict:
-        return dict(cell="lstm", hidden=256, seq_len=512, contestant=name, kind=kind,
-                    method="alloc", detail="", bytes=int(mib * 2**20))
+    def rec(name: str, kind: str, mib: float | None, method: str = "alloc") -> dict:
+        return dict(device="cpu", batch=32, cell="lstm", hidden=256, seq_len=512,
+                    contestant=name, kind=kind, method=method, detail="",
+                    bytes=None if mib is None else int(mib * 2**20))
 
     rows = bench.memory_rows([rec("fused", "fused", 50.0), rec("torch.nn.LSTM", "torch", 100)])
-    assert rows[0]["check"] == "PASS (0.50x)" and "0.60x" in rows[0]["target"]
+    assert rows[0]["check"] == "PASS (0.500x alloc)"
+    assert rows[0]["target"] == "<= 0.60x torch.nn.LSTM"
     rows = bench.memory_rows([rec("fused", "fused", 70.0), rec("torch.nn.LSTM", "torch", 100)])
-    assert rows[0]["check"] == "MISS (0.70x)"
+    assert rows[0]["check"] == "MISS (0.700x alloc)"
+    # no allocator-level peak for torch: the verdict says it used the resident-set ratio
+    records = [rec("fused", "fused", 200.0), rec("torch.nn.LSTM", "torch", None),
+               rec("fused", "fused", 100.0, "rss"), rec("torch.nn.LSTM", "torch", 250, "rss")]
+    rows = bench.memory_rows(records)
+    assert rows[0]["check"] == "PASS (0.400x RSS)" and "alloc" not in rows[0]["target"]
+    text = bench.report(tiny(cells=["lstm"], mem_hidden=256), [], records, {}, "cmd", True)
+    assert ("- PASS: fused LSTM H=256 (memory, device cpu, T=512, N=32): <= 0.60x "
+            "torch.nn.LSTM, measured 0.400x RSS") in text
 
 
 def test_peak_tracemalloc_sees_numpy_buffers() -> None:
@@ -168,16 +295,37 @@ def test_device_path_on_the_standin(capsys) -> None:
                      "--seq-len", "3", "--batch", "4", "--reps", "1", "--markdown"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "stand-in device run" in text
+    assert "stand-in device run" in text and "no target is checked" in text
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
             if line.startswith("|")]
     ours = {(r[1], r[3]) for r in rows if len(r) > 3}
     assert {("LSTM", "fused"), ("LSTM", "autograd"), ("GRU", "fused"), ("GRU", "autograd")} \
         <= ours
     assert "LOSS MISMATCH" not in text
+    assert "PASS" not in text and "MISS" not in text      # not a GPU timing: no verdicts
 
 
-def test_command_line_end_to_end_without_torch(tmp_path, capsys) -> None:
+def test_device_run_written_with_out_keeps_its_caveat(tmp_path, capsys,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out without --markdown writes the Markdown report with the same notes as the
+    printed one; the command line shows the OpenBLAS variables the in-process device run
+    inherits, thread counts included."""
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    out = tmp_path / "standin.md"
+    rc = bench.main(["--device", "standin", "--cells", "gru", "--hidden", "8", "--seq-len",
+                     "3", "--batch", "2", "--reps", "1", "--no-torch", "--out", str(out)])
+    assert rc == 0
+    printed, written = capsys.readouterr().out, out.read_text()
+    note = "stand-in device run: checks the device code path"
+    assert note in printed and f"- {note}" in written
+    command = [line for line in written.splitlines() if line.startswith("- command:")][0]
+    assert "OPENBLAS_L2_SIZE=512" in command and "OPENBLAS_NUM_THREADS=1" in command
+
+
+def test_command_line_end_to_end_without_torch(tmp_path, capsys,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
     out = tmp_path / "table.md"
     rc = bench.main(["--cells", "rnn", "--hidden", "8", "--seq-len", "3", "--batch", "4",
                      "--reps", "1", "--threads", "1", "--mem-seq-lens", "3", "--mem-hidden",
@@ -186,6 +334,9 @@ def test_command_line_end_to_end_without_torch(tmp_path, capsys) -> None:
     text = out.read_text()
     assert text == capsys.readouterr().out.replace(f"wrote {out}\n", "")
     assert "only our numbers" in text
+    command = [line for line in text.splitlines() if line.startswith("- command:")][0]
+    assert "OPENBLAS_L2_SIZE=512 python benchmarks/recurrent.py" in command
+    assert "NUM_THREADS" not in command            # set per child from --threads instead
     assert ("BLAS reports 1" in text) or ("BLAS reports None" in text)
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
              if line.startswith("|")]
