@@ -3,7 +3,8 @@ thresholds raised at import), unless the user chose otherwise.
 
 The effect is measured, not timed: the minor page faults (fresh pages the kernel had to
 zero-fill) of one ``log_softmax`` of a (2048, 64) float32 array, in a fresh process with
-and without the setting. Timings are in docs/performance.md ("Update: freed host memory stays in the process")."""
+and without the setting. Timings are in docs/performance.md, section "Update: freed host
+memory stays in the process"."""
 from __future__ import annotations
 
 import json
