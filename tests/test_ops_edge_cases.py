@@ -4,7 +4,8 @@ installed, is an oracle for values and dtypes only (``pytest.importorskip``).
 
 1. binary_cross_entropy_with_logits refuses weight / pos_weight larger than the input.
 2. Div's gradient for b is computed without b^2 (no float32 over- or underflow).
-3. softmax / log_softmax refuse masks that are not boolean.
+3. softmax / log_softmax refuse masks that are not boolean, with a hint that fits the
+   mask's dtype (integer: a 0/1 keep mask, mask.astype(bool); float: additive, additive == 0).
 4. clip of an integer tensor with float bounds computes in float32 (bounds not truncated).
 5. min is a reduction of its own: right for unsigned ints, INT64_MIN and bool.
 6. float16 mean over more than 65,504 elements; float32 means unchanged bit for bit.
@@ -12,12 +13,15 @@ installed, is an oracle for values and dtypes only (``pytest.importorskip``).
 8. transpose / permute never wrap an out-of-range axis.
 9. add_ refuses a float alpha on an integer tensor.
 10. arange with float arguments is float32 (torch's default dtype), int64 otherwise.
-11. error messages name the op, shapes and dtypes (axes, cat, in-place ops on integers).
+11. error messages name the op, shapes and dtypes (axes, cat, in-place ops on integers);
+    reductions take NumPy integer axes and NumPy bools for keepdims, and refuse bool or float
+    axes and keepdims other than a bool, 0 or 1.
 12. an out-of-range index in ``x[index] = v`` names the op, the index, the axis and the
     shape, as ``x[index]`` does (the device half is in tests/device/test_api.py).
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -109,6 +113,37 @@ def test_softmax_masks_must_be_boolean(op: str, mask: Any) -> None:
             call()
         assert str(info.value).startswith(op)
         assert_names(str(info.value), dtype, (3,))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_integer_mask_hint_reads_it_as_a_keep_mask(op: str, dtype: Any) -> None:
+    """The error for a 0/1 integer keep mask used to offer only the additive-mask hint
+    "(additive == 0)", which applied to a keep mask inverts it silently. Its hint now says
+    nonzero means "takes part" and points to mask.astype(bool), which gives the intended
+    result."""
+    x = tr.Tensor(np.array([[1.0, 2.0, 3.0]]))
+    keep = np.array([[1, 1, 0]], dtype=dtype)
+    with pytest.raises(TypeError) as info:
+        getattr(F, op)(x, axis=-1, mask=keep)
+    message = str(info.value)
+    assert_names(message, op, np.dtype(dtype), "mask.astype(bool)", "mask != 0",
+                 "nonzero = takes part")
+    assert "additive" not in message
+    expected = getattr(F, op)(x, axis=-1, mask=np.array([[True, True, False]])).data
+    np.testing.assert_array_equal(getattr(F, op)(x, axis=-1, mask=keep.astype(bool)).data,
+                                  expected)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mask_hint_covers_additive_and_keep_masks(op: str, dtype: Any) -> None:
+    """A float mask may be additive (0 / -inf) or a 0/1 keep mask; the hint names both."""
+    x = tr.Tensor(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(TypeError) as info:
+        getattr(F, op)(x, mask=np.array([0.0, 0.0, -np.inf], dtype=dtype))
+    assert_names(str(info.value), op, np.dtype(dtype), "(additive == 0)",
+                 "0/1 float keep mask", "(mask != 0)")
 
 
 def test_boolean_masks_still_work_as_lists_and_arrays() -> None:
@@ -426,6 +461,51 @@ def test_reduction_axis_errors_name_the_shape(op: str) -> None:
             getattr(x, op)(axis=axis)
         assert str(info.value).startswith(op)
         assert_names(str(info.value), (2, 3))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis, plain", [
+    (np.int64(1), 1), (np.int32(-1), -1), (np.uint8(0), 0), ((np.int64(0), np.int32(2)), (0, 2)),
+    ([np.int64(2), 0], (0, 2)), (np.array(1), 1)])
+def test_reductions_accept_numpy_integer_axes(op: str, axis: Any, plain: Any) -> None:
+    """x.sum(axis=np.int64(1)) failed with "'numpy.int64' object is not iterable"; torch,
+    NumPy and the library's softmax, cat and transpose accept NumPy integers."""
+    data = np.random.default_rng(0).standard_normal((4, 3, 5))
+    got, want = tr.Tensor(data, requires_grad=True), tr.Tensor(data, requires_grad=True)
+    y = getattr(got, op)(axis=axis)
+    z = getattr(want, op)(axis=plain)
+    np.testing.assert_array_equal(y.data, z.data)
+    y.sum().backward()
+    z.sum().backward()
+    np.testing.assert_array_equal(got.grad, want.grad)
+    np.testing.assert_array_equal(getattr(got, op)(dim=axis).data, z.data)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis", [True, np.bool_(False), 1.0, np.float64(1.0), "1", (0, 1.5)])
+def test_reductions_refuse_axes_that_are_not_integers(op: str, axis: Any) -> None:
+    with pytest.raises(TypeError) as info:
+        getattr(tr.Tensor(np.ones((2, 3))), op)(axis=axis)
+    assert str(info.value).startswith(f"{op}: axis must be an int or a tuple of ints, got "
+                                      f"{axis!r}")
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_reduction_keepdims_takes_python_and_numpy_bools(op: str) -> None:
+    """keepdims=np.bool_(True) leaked NumPy's "'numpy.bool' object cannot be interpreted as
+    an integer" (sum, mean), and max/min read keepdims='no' as True."""
+    x = tr.Tensor(np.arange(6.0).reshape(2, 3))
+    for keep, shape in ((np.bool_(True), (2, 1)), (np.bool_(False), (2,)), (True, (2, 1)),
+                        (1, (2, 1)), (np.int64(0), (2,))):
+        y = getattr(x, op)(axis=1, keepdims=keep)
+        assert y.shape == shape
+        np.testing.assert_array_equal(y.data, getattr(np, op)(x.data, axis=1,
+                                                               keepdims=bool(keep)))
+    for keep, kind in (("no", "str"), (2, "int"), (None, "NoneType"), (1.0, "float"),
+                       (np.float32(1.0), "numpy.float32")):
+        with pytest.raises(TypeError, match=re.escape(
+                f"{op}: keepdims must be True or False, got {keep!r} ({kind})")):
+            getattr(x, op)(axis=1, keepdims=keep)
 
 
 @pytest.mark.parametrize("join, axis", [(tr.cat, 3), (tr.cat, -3), (tr.stack, 3)])

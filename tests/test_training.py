@@ -11,7 +11,9 @@
   over ``run_truncated``; it learns a predictable stream;
 * the progress bar writes nothing when disabled (tests run with ``progress=False``);
 * arguments that would be silently ignored (``validate`` without ``val_every``, ``patience``
-  without validation, ``patience=0``) and bad counts or streams raise errors naming them.
+  without validation, ``patience=0``) and bad counts or streams raise errors naming them;
+  ``val_every`` without ``validate`` is allowed and runs no validation (the pattern
+  ``validate=val if use_val else None, val_every=50``).
 """
 from __future__ import annotations
 
@@ -156,8 +158,9 @@ VALIDATION_MISUSE = [
     (dict(validate=lambda: 1.0), ValueError, "validate is given but val_every=0"),
     (dict(validate=lambda: 1.0, patience=2), ValueError, "validate is given but val_every=0"),
     (dict(patience=2), ValueError, "patience=2 needs validation"),
-    (dict(patience=2, val_every=1), ValueError, "val_every=1 but no validate"),
-    (dict(val_every=3), ValueError, "val_every=3 but no validate"),
+    (dict(patience=2, val_every=1), ValueError, "patience=2 needs validation"),
+    (dict(patience=np.int64(1), val_every=5, validate=None), ValueError,
+     "patience=1 needs validation"),
     (dict(validate=lambda: 1.0, val_every=1, patience=0), ValueError,
      "patience must be >= 1, got 0"),
     (dict(validate=lambda: 1.0, val_every=1, patience=-1), ValueError,
@@ -193,6 +196,30 @@ def test_train_stream_refuses_validation_settings_it_would_ignore(
                      **kwargs)
     for q, b in zip(model.parameters(), before):
         np.testing.assert_array_equal(q.data, b)
+
+
+@pytest.mark.parametrize("val_every", [1, 3, np.int64(50)])
+def test_val_every_without_validate_runs_no_validation(val_every: Any) -> None:
+    """``fit(..., validate=val if use_val else None, val_every=50)`` used to raise "val_every=50
+    but no validate function is given"; now it trains exactly as without val_every."""
+    runs = []
+    for kwargs in (dict(validate=None, val_every=val_every), dict(val_every=val_every), {}):
+        p = Param()
+        opt = tr.optim.SGD(p.parameters(), lr=0.1)
+        runs.append(fit(lambda i: p.loss(), 6, opt, progress=False, **kwargs))
+    for result in runs:
+        assert result.steps == 6 and result.val_losses == [] and not result.stopped_early
+        assert result.losses == runs[-1].losses
+
+    x, target = sine_stream(12)
+    streams = []
+    for kwargs in (dict(validate=None, val_every=val_every), {}):
+        model = Predictor()
+        opt = tr.optim.SGD(model.parameters(), lr=0.1)
+        streams.append(train_stream(model.step, x, stream_loss(target), opt, chunked(4),
+                                    epochs=2, progress=False, **kwargs))
+    assert streams[0].steps == 6 and streams[0].val_losses == []
+    assert streams[0].losses == streams[1].losses
 
 
 @pytest.mark.parametrize("steps,error,message", [

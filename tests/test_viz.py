@@ -35,6 +35,7 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+import tinygrad_rnn as tr  # noqa: E402
 from tinygrad_rnn import viz  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,8 +222,11 @@ BAD_INPUTS: list[tuple[str, Callable[[], Any], type, str]] = [
      ValueError, r"plot_attention: marked must hold integer positions .*1\.0 \(float\)"),
     ("attention marked bool", lambda: _attention(np.full((3, 4), 0.25), marked=[True]),
      ValueError, r"plot_attention: marked must hold integer positions .*True \(bool\)"),
-    ("attention above 1", lambda: _attention(np.full((3, 4), 2.0)), ValueError,
-     r"plot_attention: weights must lie in \[0, 1\].*from 2 to 2"),
+    ("attention negative", lambda: _attention(np.array([[0.5, 0.5, 0.0, -1e-7]] * 3)),
+     ValueError, r"plot_attention: weights must be >= 0 \(attention weights\), got -1e-07 "
+                 r"at index \(0, 3\) \(values from -1e-07 to 0.5\)"),
+    ("attention barely negative", lambda: _attention(np.full((3, 4), -1e-300)), ValueError,
+     r"plot_attention: weights must be >= 0 .*got -1e-300 .*from -1e-300 to -1e-300"),
     ("attention NaN", lambda: _attention(np.array([[0.5, np.nan, 0.5, 0.0]] * 3)),
      ValueError, r"plot_attention: weights must be finite, got nan at index \(0, 1\)"),
     ("attention empty", lambda: _attention(np.zeros((0, 4)), "abcd", ""), ValueError,
@@ -276,6 +280,25 @@ BAD_INPUTS: list[tuple[str, Callable[[], Any], type, str]] = [
      ValueError, r"plot_learning_curves: hline must be a finite number, got nan"),
     ("curves hline text", lambda: viz.plot_learning_curves({"a": [3, 2]}, hline="0.5"),
      ValueError, r"plot_learning_curves: hline must be a finite number, got '0.5'"),
+    ("curves hline bool", lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=True),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got True"),
+    ("curves hline 0-d bool",
+     lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=np.array(True)),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got array\(True\)"),
+    ("curves hline 0-d text",
+     lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=np.array("0.5")),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got array\('0.5'"),
+    ("curves hline 0-d inf",
+     lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=np.array(np.inf)),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got .*inf"),
+    ("curves hline 0-d Tensor NaN",
+     lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=tr.tensor(float("nan"))),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got .*nan"),
+    ("curves hline device Tensor",
+     lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=tr.tensor(0.5, device="standin")),
+     ValueError, r"plot_learning_curves: hline is a Tensor on standin; .*hline=t\.item\(\)"),
+    ("curves hline 1-D", lambda: viz.plot_learning_curves({"a": [3, 2]}, hline=np.ones(1)),
+     ValueError, r"plot_learning_curves: hline must be a finite number, got array\(\[1\.\]\)"),
     # a path with another extension, refused before drawing
     ("attention pdf", lambda: PLOTS["attention"](path="fig.pdf"), ValueError,
      r"plot_attention: use a .png or .svg path, got 'fig.pdf'"),
@@ -318,6 +341,38 @@ def test_failed_save_closes_the_figure(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         PLOTS["learning_curves"](path=tmp_path / "a_file" / "fig.png")
     assert set(plt.get_fignums()) == opened
+
+
+@pytest.mark.parametrize("weights", [
+    np.array([[1.0000001, 0.0]], np.float32),   # float32 rounding above 1
+    np.array([[0.0, 1.25], [2.5, 0.0]]),       # dropout's 1 / (1 - p) scaling
+], ids=["rounding", "dropout"])
+def test_attention_weights_above_one_are_drawn_on_a_wider_scale(weights: np.ndarray) -> None:
+    """Weights slightly above 1 (rounding) or scaled by dropout were refused with a message
+    that printed 1.0000001 as 1; now the colour scale runs from 0 to max(1, max weight)."""
+    fig = viz.plot_attention(weights, ["a", "b"], ["x"] * weights.shape[0])
+    image = fig.axes[0].get_images()[0]
+    assert image.get_clim() == (0.0, float(weights.astype(np.float64).max()))
+    np.testing.assert_array_equal(image.get_array(), weights.astype(np.float64))
+    plt.close(fig)
+    fig = viz.plot_attention(np.array([[0.25, 0.75]]), ["a", "b"], ["x"])
+    assert fig.axes[0].get_images()[0].get_clim() == (0.0, 1.0)   # probabilities: 0..1
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("hline", [
+    np.array(0.69), np.array(0.69, np.float32), np.array(2), np.float32(0.69), np.int64(2),
+    tr.tensor(0.69), tr.tensor(0.69).numpy(), tr.Tensor(np.array(0.69, np.float64)),
+], ids=["0-d f64", "0-d f32", "0-d int", "np.float32", "np.int64", "0-d Tensor",
+        "Tensor.numpy()", "0-d f64 Tensor"])
+def test_hline_accepts_numpy_scalars_0d_arrays_and_0d_cpu_tensors(hline: Any) -> None:
+    """hline=baseline.numpy() of a 0-d Tensor (a 0-d array) used to be refused as "must be a
+    finite number, got array(0.69)"."""
+    fig = viz.plot_learning_curves({"lstm": [1.2, 0.9]}, hline=hline, hline_label="base")
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    want = float(np.asarray(hline.numpy() if isinstance(hline, tr.Tensor) else hline))
+    assert list(lines["base"].get_ydata()) == [want, want]
+    plt.close(fig)
 
 
 def test_edge_inputs_that_are_valid_still_plot() -> None:

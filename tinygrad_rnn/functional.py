@@ -70,8 +70,8 @@ def softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     mask : bool array-like, optional
         Broadcastable to x; True marks entries that take part. Masked entries get
         probability exactly 0 and gradient 0; a fully masked row is all zeros, never NaN.
-        A mask of any other dtype is a TypeError (an additive 0 / -inf mask is not read
-        as boolean; pass ``additive == 0``).
+        A mask of any other dtype is a TypeError, never read as boolean: pass a 0/1 keep
+        mask as ``mask != 0`` and an additive 0 / -inf mask as ``additive == 0``.
     """
     return ops.Softmax.apply(x, axis=_axis(axis, dim), mask=_constant(mask, x, "softmax", "mask"))
 

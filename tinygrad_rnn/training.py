@@ -81,8 +81,10 @@ def _check_count(where: str, name: str, value: Any, minimum: int) -> None:
 
 
 def _check_validation(where: str, validate: Any, val_every: Any, patience: Any) -> None:
-    """Validation runs when ``validate`` is given and ``val_every >= 1``, and early stopping
-    needs both: refuse any combination in which one of them would be silently ignored."""
+    """Validation runs when ``validate`` is given and ``val_every >= 1``; early stopping
+    needs both. A ``validate`` that would never run and a ``patience`` with nothing to stop
+    on are errors. ``val_every`` without ``validate`` is allowed and means no validation, so
+    that ``validate=val if use_val else None, val_every=50`` switches validation off."""
     _check_count(where, "val_every", val_every, 0)
     if patience is not None:
         _check_count(where, "patience", patience, 1)
@@ -92,9 +94,6 @@ def _check_validation(where: str, validate: Any, val_every: Any, patience: Any) 
     if validate is not None and val_every == 0:
         raise ValueError(f"{where}: validate is given but val_every={val_every}, so it would "
                          f"never run; pass val_every >= 1 (validate every that many updates)")
-    if validate is None and val_every != 0:
-        raise ValueError(f"{where}: val_every={val_every} but no validate function is given; "
-                         f"pass validate=... (or leave val_every at 0)")
     if patience is not None and validate is None:
         raise ValueError(f"{where}: patience={patience} needs validation to stop on; pass "
                          f"validate=... and val_every >= 1 (or leave patience at None)")
@@ -180,10 +179,13 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     set, training stops once the validation loss has not improved by ``tol`` for that many
     validations.
 
-    ``validate`` and ``val_every >= 1`` go together (``val_every=0``, the default, means no
-    validation), and ``patience`` (an int >= 1, or None for no early stopping) needs both;
-    a combination in which one of them would be ignored raises ``ValueError``, as does a
-    negative ``steps`` or ``val_every`` (a non-int one raises ``TypeError``).
+    Validation runs only when ``validate`` is given and ``val_every >= 1``: with
+    ``validate=None`` no validation runs, whatever ``val_every`` is (so
+    ``validate=val if use_val else None, val_every=50`` switches it off). ``validate`` with
+    ``val_every=0`` (the default) would never run and raises ``ValueError``. ``patience``
+    is an int >= 1, or None (the default) for no early stopping; it needs validation, so
+    ``patience`` without ``validate`` raises ``ValueError``, as do a negative ``steps`` or
+    ``val_every`` and ``patience < 1`` (a non-int one raises ``TypeError``).
 
     ``step_fn`` puts its batch on the model's device (see the module docstring); ``fit``
     copies nothing between devices except each loss value, read back as a Python float."""

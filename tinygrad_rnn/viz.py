@@ -20,6 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .tensor import Tensor
+
 __all__ = ["plot_norms_vs_distance", "plot_state_grad_heatmap", "plot_spectral_sweep",
            "plot_learning_curves", "plot_attention", "save_figure"]
 
@@ -155,8 +157,18 @@ def _as_list(values: Any, where: str, what: str) -> list:
 
 
 def _real(value: Any, where: str, what: str) -> float:
-    """A finite real number (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+    """A finite real number as a float: a Python or NumPy int or float, or a 0-d integer or
+    float array (``baseline.numpy()``) or 0-d Tensor on the CPU. Bools, strings, other shapes
+    and NaN or infinities are a ValueError; a Tensor on another device is a ValueError that
+    says to bring it to the CPU (no implicit copy)."""
+    if isinstance(value, Tensor):
+        if value.device != "cpu":
+            raise ValueError(f"{where}: {what} is a Tensor on {value.device}; pass a number "
+                             f"or a CPU tensor, e.g. {what}=t.item()")
+        value = value.numpy()
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]  # the NumPy scalar inside
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
             or not math.isfinite(value):
         raise ValueError(f"{where}: {what} must be a finite number, got {value!r}")
     return float(value)
@@ -271,8 +283,9 @@ def plot_learning_curves(curves: Mapping[str, Sequence[float]], xlabel: str = "s
     ``curves[name]`` is 1-D (it may be empty, e.g. a run too short to be validated); it is
     drawn against ``x[name]`` (finite, one entry per point) where given, else against
     0, 1, 2, ... Every label of ``x`` must be one of ``curves``. A NaN or infinite loss (a
-    diverged run), or a non-positive one with ``logy``, leaves a gap. ``hline`` is a finite
-    number or None.
+    diverged run), or a non-positive one with ``logy``, leaves a gap. ``hline`` is None or
+    a finite number: a Python or NumPy number, or a 0-d array or 0-d CPU Tensor of integers
+    or floats (``hline=baseline.numpy()``); bools and strings are refused.
     """
     where = "plot_learning_curves"
     ys = _named_series(curves, where, "curves")
@@ -315,8 +328,11 @@ def plot_attention(weights: Any, source_tokens: Sequence[str], output_tokens: Se
     """Heatmap of one example's attention weights, outputs x source tokens; source positions
     listed in ``marked`` (e.g. noise tokens) get red tick labels.
 
-    ``weights`` is 2-D (T_out, T_in) with entries in [0, 1] (the colour scale); for a batch
-    of shape (N, T_out, T_in) pass one example, ``weights[i]``. ``source_tokens`` has T_in
+    ``weights`` is 2-D (T_out, T_in), finite and non-negative; for a batch of shape
+    (N, T_out, T_in) pass one example, ``weights[i]``. The colour scale runs from 0 to
+    max(1, largest weight): softmax probabilities fill [0, 1], and weights slightly above 1
+    (rounding, or dropout's 1 / (1 - p) scaling, as in torch's MultiheadAttention) are
+    drawn, not refused. ``source_tokens`` has T_in
     labels, ``output_tokens`` T_out, and ``marked`` holds integer positions 0..T_in - 1.
     """
     where = "plot_attention"
@@ -329,10 +345,11 @@ def plot_attention(weights: Any, source_tokens: Sequence[str], output_tokens: Se
     if w.size == 0:
         raise ValueError(f"{where}: weights is empty (shape {w.shape}): nothing to plot")
     _finite(w, where, "weights")
-    if w.min() < 0.0 or w.max() > 1.0:
-        raise ValueError(f"{where}: weights must lie in [0, 1] (attention probabilities; the "
-                         f"colour scale spans 0..1), got values from {w.min():g} to "
-                         f"{w.max():g}")
+    if w.min() < 0.0:
+        index = tuple(int(i) for i in np.unravel_index(np.argmin(w), w.shape))
+        raise ValueError(f"{where}: weights must be >= 0 (attention weights), got "
+                         f"{float(w.min())!r} at index {index} (values from "
+                         f"{float(w.min())!r} to {float(w.max())!r})")
     source = _as_list(source_tokens, where, "source_tokens")
     output = _as_list(output_tokens, where, "output_tokens")
     t_out, t_in = w.shape
@@ -352,7 +369,7 @@ def plot_attention(weights: Any, source_tokens: Sequence[str], output_tokens: Se
         _check_path(path, where)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(0.45 * max(t_in, 6) + 1.5, 0.45 * max(t_out, 4) + 1.2))
-    im = ax.imshow(w, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+    im = ax.imshow(w, cmap="Greys", vmin=0.0, vmax=max(1.0, float(w.max())), aspect="auto")
     fig.colorbar(im, ax=ax, fraction=0.046)
     ax.set_xticks(range(t_in))
     ax.set_xticklabels(source)

@@ -8,9 +8,10 @@
   gradient is non-finite at the zero padded outputs, sqrt(out * out), gives the same finite
   parameter gradients on the fused and the autograd engines.
 * Arguments: the LSTM kernels refuse a None cell state; switches (reverse, coupled,
-  input_grad, state_grads) must be real bools; every backward function checks the type of
-  its cache; an upstream gradient must be an array; ragged lengths get an error naming the
-  function; ``lengths=[]`` is the empty batch.
+  input_grad, state_grads) must be bools (Python or NumPy) or the integers 0 and 1, so
+  ``reverse=1`` works and ``reverse="no"``, 2, 1.0 and None are refused; every backward
+  function checks the type of its cache; an upstream gradient must be an array; ragged
+  lengths get an error naming the function; ``lengths=[]`` is the empty batch.
 """
 from __future__ import annotations
 
@@ -166,7 +167,8 @@ def _flag_calls(a: dict, value: Any) -> list[tuple[str, str, Any]]:
     *_, rcache = bptt.rnn_forward(r["x"], r["h0"], r["w_ih"], r["w_hh"])
     lstm_args = (a["x"], a["h0"], a["c0"], a["w_ih"], a["w_hh"])
     # coupled=True needs the 3H gate rows f, g, o
-    rows = 3 * H if isinstance(value, (bool, np.bool_)) and value else 4 * H
+    rows = 3 * H if isinstance(value, (bool, np.bool_, int, np.integer)) and value == 1 \
+        else 4 * H
     coupled_args = (a["x"], a["h0"], a["c0"], a["w_ih"][:rows], a["w_hh"][:rows])
     return [
         ("rnn_forward", "reverse",
@@ -189,12 +191,43 @@ def _flag_calls(a: dict, value: Any) -> list[tuple[str, str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("value", ["no", 0, 1, None, np.int64(1), 1.0])
-def test_switches_must_be_bools(value: Any) -> None:
+@pytest.mark.parametrize("value", ["no", "", 2, -1, np.int64(2), None, 1.0, np.float64(0.0),
+                                   [1]])
+def test_switches_must_be_bools_or_0_or_1(value: Any) -> None:
     for fname, name, call in _flag_calls(_lstm(), value):
         msg = re.escape(f"{fname}: {name} must be a bool (True or False), got {value!r}")
         with pytest.raises(TypeError, match=msg):
             call()
+
+
+@pytest.mark.parametrize("true, false", [(1, 0), (np.int64(1), np.int32(0)),
+                                         (np.uint8(1), np.uint8(0))])
+def test_switches_accept_the_integers_0_and_1(true: Any, false: Any) -> None:
+    """reverse=1 worked before the bool-only check and is common (torch-style layers take
+    bias=1); 1 and 0 give exactly the results of True and False."""
+    a = _lstm()
+    for value in (true, false):
+        for _, _, call in _flag_calls(a, value):
+            call()
+    lstm_args = (a["x"], a["h0"], a["c0"], a["w_ih"], a["w_hh"])
+    for as_int, as_bool in ((true, True), (false, False)):
+        hs_i, h_i, c_i, cache_i = bptt.lstm_forward(*lstm_args, lengths=LENGTHS,
+                                                    reverse=as_int)
+        hs_b, h_b, c_b, cache_b = bptt.lstm_forward(*lstm_args, lengths=LENGTHS,
+                                                    reverse=as_bool)
+        for got, want in ((hs_i, hs_b), (h_i, h_b), (c_i, c_b)):
+            np.testing.assert_array_equal(got, want)
+        assert cache_i.reverse is as_bool
+        dhs = np.ones_like(hs_b)
+        grads_i = bptt.lstm_backward(dhs, None, None, cache_i, input_grad=true,
+                                     state_grads=false)
+        grads_b = bptt.lstm_backward(dhs, None, None, cache_b, input_grad=True,
+                                     state_grads=False)
+        for got, want in zip(grads_i, grads_b):
+            if want is None:
+                assert got is None
+            else:
+                np.testing.assert_array_equal(got, want)
 
 
 def test_switches_accept_numpy_bools() -> None:

@@ -53,6 +53,19 @@ def test_id_to_token_refuses_a_float_id():
     assert vocab.id_to_token(np.int64(4)) == "a"
 
 
+@pytest.mark.parametrize("index", [np.array(4), np.array(4, np.uint8), np.int32(4), 4])
+def test_id_to_token_accepts_anything_integer(index):
+    """A 0-d integer array (``ids[i]`` of a 0-d slice, ``np.array(4)``) used to be refused."""
+    assert Vocab(["a"]).id_to_token(index) == "a"
+
+
+@pytest.mark.parametrize("index", [np.array(4.0), np.float64(4.0), np.array(True),
+                                   np.bool_(True), np.array([4]), "4", None])
+def test_id_to_token_refuses_floats_bools_and_non_scalars(index):
+    with pytest.raises(TypeError, match=r"Vocab.id_to_token: id must be an integer, got "):
+        Vocab(["a"]).id_to_token(index)
+
+
 def test_reversal_decode_refuses_float_ids():
     task = reversal_task(3, 1, 1, generator=0)
     ids = task.encode(list("ab"))

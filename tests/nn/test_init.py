@@ -3,6 +3,7 @@ spectral radius, slices), seeded statistical checks for distributions."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -211,6 +212,33 @@ def test_calculate_gain():
     assert init.calculate_gain("leaky_relu", 0.2) == math.sqrt(2 / 1.04)
     with pytest.raises(ValueError, match="softplus"):
         init.calculate_gain("softplus")
+
+
+@pytest.mark.parametrize("slope", [np.float32(0.2), np.float64(0.2), np.float16(0.2),
+                                   np.int64(1), 1])
+def test_leaky_relu_slope_may_be_a_numpy_number(slope):
+    """calculate_gain("leaky_relu", np.float32(0.2)) said the slope "is not a number", and so
+    did kaiming_uniform_(t, a=np.float32(0.1)), which passes a on."""
+    want = math.sqrt(2 / (1 + float(slope) ** 2))
+    assert init.calculate_gain("leaky_relu", slope) == want
+    a, b = param(6, 5), param(6, 5)
+    init.kaiming_uniform_(a, a=slope, generator=3)
+    init.kaiming_uniform_(b, a=float(slope), generator=3)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    init.kaiming_normal_(a, a=slope, generator=3)
+    init.kaiming_normal_(b, a=float(slope), generator=3)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    torch = pytest.importorskip("torch")
+    assert want == pytest.approx(torch.nn.init.calculate_gain("leaky_relu", float(slope)),
+                                 rel=1e-15)
+
+
+@pytest.mark.parametrize("slope", [True, np.bool_(False), "0.2", float("nan"), np.inf,
+                                   np.array([0.2])])
+def test_leaky_relu_slope_must_be_a_finite_real_number(slope):
+    with pytest.raises(ValueError, match=re.escape(
+            f"calculate_gain: negative slope {slope!r} is not a finite number")):
+        init.calculate_gain("leaky_relu", slope)
 
 
 def test_gain_and_fans_match_torch():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections import OrderedDict
 
 import numpy as np
@@ -461,6 +462,22 @@ def test_train_and_eval_recurse():
     assert net.training and not net.head.training and not net.head[0].training
     with pytest.raises(TypeError, match="bool"):
         net.train("no")
+
+
+def test_train_accepts_numpy_bools_and_names_refused_types():
+    """train(np.bool_(False)) was refused with "mode must be a bool, got bool" (NumPy 2 calls
+    its bool type ``bool``); it is a bool, stored as a Python one."""
+    net = Net()
+    assert net.train(np.bool_(False)) is net
+    assert all(m.training is False for m in net.modules())
+    net.train(np.bool_(True))
+    assert all(m.training is True for m in net.modules())
+    for mode, kind in (("no", "str"), (1, "int"), (None, "NoneType"),
+                       (np.int64(0), "numpy.int64")):
+        with pytest.raises(TypeError, match=re.escape(
+                f"train(mode): mode must be a bool, got {mode!r} ({kind})")):
+            net.train(mode)
+        assert all(m.training is True for m in net.modules())
 
 
 def test_to_float64_keeps_identity_and_converts_grads_and_float_buffers():

@@ -813,8 +813,11 @@ def test_checkpoint_round_trip_is_bit_identical(tmp_path: Any, dtype: Any, engin
     lambda **kw: tr.nn.LSTM(2, 3, **kw), lambda **kw: tr.nn.LSTMCell(2, 3, **kw)],
     ids=["LSTM", "LSTMCell"])
 @pytest.mark.parametrize("name, value, error", [
-    ("coupled", 1, "coupled must be True or False, got 1"),
+    ("coupled", 2, "coupled must be True or False, got 2"),
+    ("coupled", None, "coupled must be True or False, got None"),
+    ("coupled", 1.0, "coupled must be True or False, got 1.0"),
     ("peephole", "no", "peephole must be True or False, got 'no'"),
+    ("peephole", np.int64(2), r"peephole must be True or False, got np.int64\(2\)"),
     ("forget_bias", float("nan"), "forget_bias must be a finite number"),
     ("forget_bias", "1", "forget_bias must be a finite number"),
 ])
@@ -823,3 +826,22 @@ def test_lstm_variant_flags_are_checked(make, name, value, error):
     with pytest.raises(TypeError, match=error):
         make(**{name: value})
     assert make(coupled=np.bool_(True), forget_bias=np.float32(1.0)).coupled is True
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: tr.nn.LSTM(2, 3, generator=0, **kw),
+    lambda **kw: tr.nn.LSTMCell(2, 3, generator=0, **kw)], ids=["LSTM", "LSTMCell"])
+@pytest.mark.parametrize("one, zero", [(1, 0), (np.int64(1), np.int32(0))])
+def test_lstm_variant_flags_accept_0_and_1(make, one, zero):
+    """peephole=1 / coupled=1 were refused by the bool-only check; torch-style layers take
+    truthy ints for their switches (bias=1), so 0 and 1 mean False and True."""
+    for flags, bools in (({"peephole": one, "coupled": zero}, (True, False)),
+                         ({"peephole": zero, "coupled": one}, (False, True))):
+        m = make(**flags)
+        ref = make(peephole=bools[0], coupled=bools[1])
+        assert (m.peephole, m.coupled) == bools
+        assert m.peephole is bools[0] and m.coupled is bools[1]
+        got, want = m.state_dict(), ref.state_dict()
+        assert list(got) == list(want)
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key])

@@ -249,10 +249,20 @@ def test_argument_checks() -> None:
 BAD_ARGUMENTS = [
     # (make the scheduler, error type, message naming the class, argument and value)
     (lambda o: StepLR(o, "a"), TypeError, "StepLR: step_size must be an int, got str 'a'"),
-    (lambda o: StepLR(o, float("inf")), TypeError,
-     "StepLR: step_size must be an int, got float inf"),
-    (lambda o: StepLR(o, 2.0), TypeError, "StepLR: step_size must be an int, got float 2.0"),
+    (lambda o: StepLR(o, float("inf")), ValueError,
+     r"StepLR: invalid step_size: inf \(must be a whole number"),
+    (lambda o: StepLR(o, float("nan")), ValueError,
+     r"StepLR: invalid step_size: nan \(must be a whole number"),
+    (lambda o: StepLR(o, 2.5), ValueError,
+     r"StepLR: invalid step_size: 2.5 \(must be a whole number; a float is accepted only "
+     r"when it is exactly an integer\)"),
+    (lambda o: StepLR(o, np.float32(0.5)), ValueError,
+     r"StepLR: invalid step_size: np.float32\(0.5\) \(must be a whole number"),
+    (lambda o: StepLR(o, 0.0), ValueError, r"StepLR: invalid step_size: 0.0 \(must be >= 1\)"),
     (lambda o: StepLR(o, True), TypeError, "StepLR: step_size must be an int, got bool True"),
+    (lambda o: StepLR(o, np.bool_(True)), TypeError,
+     "StepLR: step_size must be an int, got bool"),
+    (lambda o: StepLR(o, "2"), TypeError, "StepLR: step_size must be an int, got str '2'"),
     (lambda o: StepLR(o, None), TypeError, "StepLR: step_size must be an int, got NoneType"),
     (lambda o: StepLR(o, -3), ValueError, r"StepLR: invalid step_size: -3 \(must be >= 1\)"),
     (lambda o: StepLR(o, 2, gamma="a"), TypeError,
@@ -262,11 +272,19 @@ BAD_ARGUMENTS = [
     (lambda o: ExponentialLR(o, None), TypeError,
      "ExponentialLR: gamma must be a real number, got NoneType"),
     (lambda o: CosineAnnealingLR(o, "a"), TypeError,
-     "CosineAnnealingLR: T_max must be an int, got str 'a'"),
+     "CosineAnnealingLR: T_max must be a real number, got str 'a'"),
     (lambda o: CosineAnnealingLR(o, None), TypeError,
-     "CosineAnnealingLR: T_max must be an int, got NoneType None"),
-    (lambda o: CosineAnnealingLR(o, 2.5), TypeError,
-     "CosineAnnealingLR: T_max must be an int, got float 2.5"),
+     "CosineAnnealingLR: T_max must be a real number, got NoneType None"),
+    (lambda o: CosineAnnealingLR(o, True), TypeError,
+     "CosineAnnealingLR: T_max must be a real number, got bool True"),
+    (lambda o: CosineAnnealingLR(o, float("nan")), ValueError,
+     r"CosineAnnealingLR: invalid T_max: nan \(must be finite and > 0\)"),
+    (lambda o: CosineAnnealingLR(o, float("inf")), ValueError,
+     "CosineAnnealingLR: invalid T_max: inf"),
+    (lambda o: CosineAnnealingLR(o, -2.5), ValueError,
+     "CosineAnnealingLR: invalid T_max: -2.5"),
+    (lambda o: CosineAnnealingLR(o, 0.0), ValueError,
+     "CosineAnnealingLR: invalid T_max: 0.0"),
     (lambda o: CosineAnnealingLR(o, 5, eta_min=-0.1), ValueError,
      "CosineAnnealingLR: invalid eta_min: -0.1"),
     (lambda o: CosineAnnealingLR(o, 5, eta_min=float("inf")), ValueError,
@@ -297,3 +315,52 @@ def test_numpy_integers_are_accepted_as_counts() -> None:
         sched.step()
     assert sched.get_last_lr() == pytest.approx([lr * 0.5 for lr in BASE_LRS])
     assert CosineAnnealingLR(make_optimizer(), np.int32(4)).T_max == 4
+
+
+@pytest.mark.parametrize("name,kwargs,int_kwargs", [
+    ("StepLR", dict(step_size=2.0, gamma=0.5), dict(step_size=2, gamma=0.5)),
+    ("StepLR", dict(step_size=np.float64(3.0)), dict(step_size=3)),
+    ("StepLR", dict(step_size=np.float32(1.0), gamma=0.9), dict(step_size=1, gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=np.ceil(7 / 2)), dict(T_max=4)),
+    ("CosineAnnealingLR", dict(T_max=10.0, eta_min=0.001), dict(T_max=10, eta_min=0.001)),
+])
+def test_integer_valued_floats_give_the_int_schedule_and_torchs(
+        name: str, kwargs: dict, int_kwargs: dict) -> None:
+    """StepLR(opt, 2.0) and CosineAnnealingLR(opt, T_max=np.ceil(7 / 2)) were refused as
+    "must be an int" although torch (and this library before the check) accepts them with
+    the same learning rates as the int."""
+    ours = lr_sequence(lambda o: CLASSES[name](o, **kwargs), make_optimizer())
+    assert ours == lr_sequence(lambda o: CLASSES[name](o, **int_kwargs), make_optimizer())
+    theirs = lr_sequence(lambda o: torch_scheduler(name)(o, **kwargs), torch_optimizer())
+    assert ours == theirs
+    if name == "StepLR":
+        sched = StepLR(make_optimizer(), **kwargs)
+        assert type(sched.step_size) is int and sched.step_size == int_kwargs["step_size"]
+
+
+@pytest.mark.parametrize("T_max", [3.5, 0.7, np.float32(3.3), np.float64(12.25)])
+def test_cosine_accepts_any_positive_real_t_max_as_torch_does(T_max: float) -> None:
+    """The cosine schedule is continuous in T_max; torch accepts T_max=3.5, and so do we."""
+    ours = lr_sequence(lambda o: CosineAnnealingLR(o, T_max=T_max), make_optimizer())
+    theirs = lr_sequence(lambda o: torch_scheduler("CosineAnnealingLR")(o, T_max=T_max),
+                         torch_optimizer())
+    assert ours == theirs
+    for epoch, lrs in enumerate(ours):
+        for lr, base in zip(lrs, BASE_LRS):
+            want = closed_form("CosineAnnealingLR", dict(T_max=T_max), base, epoch)
+            assert lr == pytest.approx(want, rel=1e-12, abs=1e-12 * base)
+
+
+@pytest.mark.parametrize("T_max", [1 / 3, 2.2])
+def test_cosine_never_divides_by_zero_when_the_denominator_rounds_to_zero(
+        T_max: float) -> None:
+    """With T_max = 1/3 (at e = 2) or 2.2 (at e = 12), 1 + cos(pi (e - 1) / T) rounds to
+    exactly 0 although (e - 1 - T) % 2T is not exactly 0 (torch raises ZeroDivisionError
+    there); the schedule takes the eta_min branch and stays on the closed form."""
+    seq = lr_sequence(lambda o: CosineAnnealingLR(o, T_max=T_max, eta_min=0.01),
+                      make_optimizer(), 30)
+    for epoch, lrs in enumerate(seq):
+        for lr, base in zip(lrs, BASE_LRS):
+            want = closed_form("CosineAnnealingLR", dict(T_max=T_max, eta_min=0.01), base,
+                               epoch)
+            assert lr == pytest.approx(want, rel=1e-12, abs=1e-12)

@@ -95,9 +95,11 @@ def check_array(fname: str, name: str, a: Any, hint: str = "", optional: bool = 
 
 
 def check_flag(fname: str, name: str, value: Any) -> None:
-    """A switch must be a real bool (``bool`` or ``numpy.bool_``): truthiness would let
-    ``reverse="no"`` mean True."""
-    if not isinstance(value, (bool, np.bool_)):
+    """A switch must be a bool (``bool`` or ``numpy.bool_``) or the integer 0 or 1 (Python or
+    NumPy; ``reverse=1`` is a common spelling): plain truthiness would let ``reverse="no"``
+    mean True, so strings, other integers, floats and None are a TypeError."""
+    if not (isinstance(value, (bool, np.bool_))
+            or isinstance(value, (int, np.integer)) and value in (0, 1)):
         raise TypeError(f"{fname}: {name} must be a bool (True or False), got {value!r} of "
                         f"type {type(value).__name__}")
 

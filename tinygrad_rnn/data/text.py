@@ -34,6 +34,7 @@ to run a schedule of ``tinygrad_rnn.bptt.truncation`` instead, hand it the whole
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import tempfile
@@ -234,11 +235,17 @@ class Vocab:
         return self._stoi.get(token, UNK_ID)
 
     def id_to_token(self, index: int) -> str:
-        """The token with id ``index``, an integer (TypeError for a float or a bool, which is
-        refused, not truncated; IndexError when out of range)."""
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"Vocab.id_to_token: id must be an integer, got {index!r}")
-        i = int(index)
+        """The token with id ``index``: anything integer (a Python or NumPy int, a 0-d integer
+        array such as ``np.array(4)``; whatever ``operator.index`` accepts). A bool, a float
+        (refused, not truncated) or anything else is a TypeError; an id out of range an
+        IndexError."""
+        refused = TypeError(f"Vocab.id_to_token: id must be an integer, got {index!r}")
+        if isinstance(index, (bool, np.bool_)):  # operator.index would take True as 1
+            raise refused
+        try:
+            i = operator.index(index)  # 0-d bool and float arrays raise TypeError too
+        except TypeError:
+            raise refused from None
         if not 0 <= i < len(self._itos):
             raise IndexError(f"Vocab: id {i} out of range for a vocabulary of size {len(self)}")
         return self._itos[i]

@@ -35,6 +35,7 @@ layers), :func:`set_forget_bias_`, and :func:`spectral_radius` /
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -136,8 +137,8 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The recommended gain for a nonlinearity (torch's values).
 
     ``linear``/``identity``/``conv*``/``sigmoid``: 1; ``tanh``: 5/3; ``relu``: sqrt(2);
-    ``leaky_relu``: sqrt(2 / (1 + slope^2)) with slope ``param`` (default 0.01);
-    ``selu``: 3/4.
+    ``leaky_relu``: sqrt(2 / (1 + slope^2)) with slope ``param`` (default 0.01; a finite
+    real number, Python or NumPy, never a bool); ``selu``: 3/4.
     """
     linear = ("linear", "identity", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
               "conv_transpose2d", "conv_transpose3d", "sigmoid")
@@ -150,10 +151,12 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     if nonlinearity == "leaky_relu":
         if param is None:
             slope = 0.01
-        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+        elif isinstance(param, numbers.Real) and not isinstance(param, (bool, np.bool_)) \
+                and math.isfinite(param):
             slope = float(param)
         else:
-            raise ValueError(f"calculate_gain: negative slope {param!r} is not a number")
+            raise ValueError(f"calculate_gain: negative slope {param!r} is not a finite "
+                             f"number")
         return math.sqrt(2.0 / (1.0 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4.0

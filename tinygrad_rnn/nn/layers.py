@@ -69,9 +69,12 @@ def _size(value: Any, name: str, owner: str, minimum: int = 1) -> int:
 
 
 def _flag(value: Any, name: str, owner: str) -> bool:
-    """``value`` as a bool: only ``True``/``False`` (Python or NumPy); a TypeError naming
-    ``owner`` and ``name`` otherwise (``coupled='no'`` would be truthy and pick the variant)."""
-    if not isinstance(value, (bool, np.bool_)):
+    """``value`` as a bool: ``True``/``False`` (Python or NumPy) or the integers 0 and 1
+    (Python or NumPy, as torch-style layers take ``bias=1``); a TypeError naming ``owner``
+    and ``name`` for anything else (``coupled='no'`` would be truthy and pick the variant;
+    2, 1.0 and None are refused too)."""
+    if not (isinstance(value, (bool, np.bool_))
+            or isinstance(value, (int, np.integer)) and value in (0, 1)):
         raise TypeError(f"{owner}: {name} must be True or False, got {value!r} "
                         f"({type(value).__name__})")
     return bool(value)

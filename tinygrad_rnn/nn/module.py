@@ -482,9 +482,16 @@ class Module:
 
     # ---------------------------------------------------------------- modes and dtypes
     def train(self, mode: bool = True) -> "Module":
-        """Set training mode on this module and every sub-module; returns self."""
-        if not isinstance(mode, bool):
-            raise TypeError(f"train(mode): mode must be a bool, got {type(mode).__name__}")
+        """Set training mode on this module and every sub-module; returns self.
+
+        ``mode`` is True or False, a Python bool or a NumPy one (``np.bool_``, stored as a
+        Python bool); anything else is a TypeError (``train('no')`` would be truthy)."""
+        if not isinstance(mode, (bool, np.bool_)):
+            kind = type(mode)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"train(mode): mode must be a bool, got {mode!r} ({name})")
+        mode = bool(mode)
         for module in self.modules():
             object.__setattr__(module, "training", mode)
         return self

@@ -75,6 +75,29 @@ class Sigmoid(Function):
         return g * y * (1 - y)
 
 
+def _mask_dtype_error(op: str, mask: Any, x_shape: tuple) -> TypeError:
+    """The TypeError for a softmax mask that is not boolean, with a hint fitted to its dtype.
+
+    The mask is never converted, because the two common non-boolean masks mean opposite
+    things: a 0/1 integer mask is a *keep* mask (1 = takes part), so ``mask.astype(bool)``
+    is what it means, while an additive float mask (0 = takes part, -inf = masked) cast to
+    bool would keep exactly the entries it drops and needs ``additive == 0``. A hint for one
+    applied to the other would invert the mask silently, so each dtype gets its own hint.
+    """
+    head = (f"{op}: mask must be boolean (True = takes part), got dtype {mask.dtype} "
+            f"(mask shape {mask.shape}, input shape {x_shape})")
+    kind = mask.dtype.kind
+    if kind in "iu":
+        hint = ("for a 0/1 integer keep mask (nonzero = takes part) pass mask.astype(bool) "
+                "or (mask != 0)")
+    elif kind == "f":
+        hint = ("for an additive float mask of 0 (takes part) and -inf (masked) pass "
+                "(additive == 0); for a 0/1 float keep mask (1 = takes part) pass (mask != 0)")
+    else:
+        hint = "pass a boolean array, True where the entry takes part"
+    return TypeError(f"{head}; {hint}")
+
+
 def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     """Return (x - m, valid) where m is the max of the valid entries along ``axis``.
 
@@ -82,7 +105,8 @@ def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     which may be inf or NaN), so nothing downstream overflows; ``valid`` is the boolean mask
     broadcast to x's shape (None when no mask was given). A fully masked row gets m = 0.
     A mask that is not boolean is a TypeError (never cast: an additive 0 / -inf mask cast to
-    bool would keep exactly the entries it drops).
+    bool would keep exactly the entries it drops); its hint depends on the mask's dtype, see
+    :func:`_mask_dtype_error`.
     """
     xp = get_array_module(x)
     # a 0-d tensor accepts axis 0 / -1 (a one-element row), like torch and tr.sum
@@ -93,12 +117,7 @@ def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
         return x - m, None
     mask = xp.asarray(mask)
     if mask.dtype != bool:
-        # an additive float mask (0 keep, -inf drop) cast to bool would be read inverted
-        raise TypeError(
-            f"{op}: mask must be boolean (True = takes part), got dtype {mask.dtype} "
-            f"(mask shape {mask.shape}, input shape {x.shape}); for an additive mask of 0 "
-            f"and -inf pass (additive == 0)"
-        )
+        raise _mask_dtype_error(op, mask, x.shape)
     try:
         valid = xp.broadcast_to(mask, x.shape)
     except ValueError:

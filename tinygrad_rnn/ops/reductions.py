@@ -1,6 +1,10 @@
-"""Reductions over axes: sum, mean, max, min (with keepdims)."""
+"""Reductions over axes: sum, mean, max, min (with keepdims).
+
+``axis`` is None, an int or a tuple or list of ints (Python or NumPy integers, as in torch
+and NumPy); ``keepdims`` is True or False (Python or NumPy bools, or 0 and 1)."""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -9,14 +13,37 @@ from ..backend import get_array_module
 from .base import Context, Function
 
 
+def _type_name(value: Any) -> str:
+    """The type of ``value`` as written in code: ``'float'``, ``'str'``, ``'numpy.bool'``
+    (NumPy 2 names its bool type plain ``bool``, which would read like Python's)."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _axis_index(op: str, ax: Any, axis: Any) -> int:
+    """One axis as a Python int: a Python or NumPy integer (anything ``operator.index``
+    takes), never a bool or a float; a TypeError naming the op and the axis argument."""
+    if not isinstance(ax, (bool, np.bool_)):
+        try:
+            return operator.index(ax)
+        except TypeError:
+            pass
+    raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r} (an axis "
+                    f"of type {_type_name(ax)})")
+
+
 def normalize_axes(op: str, axis: Any, shape: tuple) -> tuple:
-    """Axis argument (None, int or tuple, negatives allowed) as a sorted tuple of
-    non-negative axes of a tensor of ``shape``; IndexError naming the op, the axis and the
-    shape for an axis out of range."""
+    """Axis argument (None, an int or a tuple or list of ints, Python or NumPy, negatives
+    allowed) as a sorted tuple of non-negative axes of a tensor of ``shape``; a TypeError
+    for a bool, a float or anything else that is not an integer, an IndexError naming the
+    op, the axis and the shape for an axis out of range."""
     ndim = len(shape)
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(_axis_index(op, ax, axis) for ax in axis)
+    else:
+        axes = (_axis_index(op, axis, axis),)
     if ndim == 0:  # a 0-d tensor accepts axis 0 / -1, like torch
         if any(ax not in (0, -1) for ax in axes):
             raise IndexError(f"{op}: axis {axis} is out of range for a 0-d tensor "
@@ -31,6 +58,17 @@ def normalize_axes(op: str, axis: Any, shape: tuple) -> tuple:
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: repeated axis in {axis}")
     return tuple(sorted(out))
+
+
+def keepdims_flag(op: str, keepdims: Any) -> bool:
+    """``keepdims`` as a Python bool: True or False (Python or NumPy), or the integers 0 and
+    1; anything else (``'no'``, ``2``, ``None``, ``1.0``) is a TypeError naming the op, since
+    its truthiness would pick a shape by accident."""
+    if isinstance(keepdims, (bool, np.bool_)) or (
+            isinstance(keepdims, (int, np.integer)) and keepdims in (0, 1)):
+        return bool(keepdims)
+    raise TypeError(f"{op}: keepdims must be True or False, got {keepdims!r} "
+                    f"({_type_name(keepdims)})")
 
 
 def divide_by_count(a: Any, n: int) -> Any:
@@ -63,6 +101,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         axes = normalize_axes("sum", axis, x.shape)
+        keepdims = keepdims_flag("sum", keepdims)
         ctx.axes, ctx.keepdims, ctx.in_shape = axes, keepdims, x.shape
         return get_array_module(x).sum(x, axis=axes, keepdims=keepdims)
 
@@ -85,6 +124,7 @@ class Mean(Function):
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         xp = get_array_module(x)
         axes = normalize_axes("mean", axis, x.shape)
+        keepdims = keepdims_flag("mean", keepdims)
         n = 1
         for ax in axes:
             n *= x.shape[ax]
@@ -111,6 +151,7 @@ def _extremum_forward(ctx: Context, op: str, x: Any, axis: Any, keepdims: bool) 
     backward needs saved: the mask of the entries that reach it and their number."""
     xp = get_array_module(x)
     axes = normalize_axes(op, axis, x.shape)
+    keepdims = keepdims_flag(op, keepdims)
     if any(x.shape[ax] == 0 for ax in axes):
         raise ValueError(f"{op}: cannot reduce over an empty axis of shape {x.shape}")
     reduce = xp.max if op == "max" else xp.min

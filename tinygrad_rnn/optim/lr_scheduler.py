@@ -41,6 +41,34 @@ def _check_int(where: str, name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"{where}: invalid {name}: {value} (must be >= {minimum})")
 
 
+def _whole_number(where: str, name: str, value: Any, minimum: int) -> int:
+    """``value`` as a Python int when it is an int (Python or NumPy) or a float that is exactly
+    a whole number (``2.0``, ``np.ceil(7 / 2)``; torch accepts these too); a TypeError for
+    anything else (bools and strings included), a ValueError for a float with a fractional
+    part (``2.5`` is never rounded) or a value below ``minimum``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__} "
+                        f"{value!r}")
+    if not isinstance(value, (int, np.integer)):
+        if not (math.isfinite(value) and float(value).is_integer()):
+            raise ValueError(f"{where}: invalid {name}: {value!r} (must be a whole number; "
+                             f"a float is accepted only when it is exactly an integer)")
+    if value < minimum:
+        raise ValueError(f"{where}: invalid {name}: {value} (must be >= {minimum})")
+    return int(value)
+
+
+def _check_positive(where: str, name: str, value: Any) -> float:
+    """``value`` when it is a real number (int or float, Python or NumPy; not a bool), finite
+    and > 0; a TypeError or ValueError naming ``where`` and ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} "
+                        f"{value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{where}: invalid {name}: {value} (must be finite and > 0)")
+    return value
+
+
 def _check_factor(where: str, name: str, value: Any) -> None:
     """TypeError unless ``value`` is a real number (not a bool), ValueError unless it is
     finite and >= 0 (a negative factor or floor would make the learning rate negative)."""
@@ -66,11 +94,13 @@ class LRScheduler:
     Raises
     ------
     TypeError
-        ``optimizer`` is not an :class:`Optimizer`; an argument has the wrong type (an int
-        argument given as a float, str or bool; a factor that is not a real number).
+        ``optimizer`` is not an :class:`Optimizer`; an argument has the wrong type (a count
+        given as a str or bool, ``last_epoch`` as a float; a factor that is not a real
+        number).
     ValueError
-        An argument is out of range (``last_epoch < -1``, ``step_size`` or ``T_max < 1``,
-        a negative or non-finite ``gamma`` or ``eta_min``); the message names it.
+        An argument is out of range (``last_epoch < -1``, ``step_size < 1`` or not a whole
+        number, ``T_max <= 0`` or not finite, a negative or non-finite ``gamma`` or
+        ``eta_min``); the message names it.
 
     Attributes
     ----------
@@ -204,7 +234,8 @@ class StepLR(LRScheduler):
     ----------
     optimizer : Optimizer
     step_size : int
-        Period of the decay, in epochs (>= 1; an int, not a float).
+        Period of the decay, in epochs (>= 1). A float is accepted when it is exactly a
+        whole number (``2.0``, as in torch) and stored as an int; ``2.5`` is a ValueError.
     gamma : float
         Multiplicative factor (default 0.1; finite, >= 0).
     last_epoch : int
@@ -213,9 +244,8 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
-        _check_int("StepLR", "step_size", step_size, 1)
+        self.step_size = _whole_number("StepLR", "step_size", step_size, 1)
         _check_factor("StepLR", "gamma", gamma)
-        self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -279,15 +309,17 @@ class CosineAnnealingLR(LRScheduler):
 
         lr_e = eta_min + (lr_{e-1} - eta_min) * (1 + cos(pi e / T)) / (1 + cos(pi (e-1) / T))
 
-    and where the denominator vanishes ((e - 1 - T) a multiple of 2T, so lr_{e-1} = eta_min)
+    and where the denominator vanishes ((e - 1 - T) a multiple of 2T, so lr_{e-1} = eta_min,
+    or the denominator rounds to 0, as with T = 1/3, where torch divides by zero)
     ``lr_e = lr_{e-1} + (base_lr - eta_min) * (1 - cos(pi / T)) / 2``. Without other changes
     to the learning rate both forms agree up to rounding.
 
     Parameters
     ----------
     optimizer : Optimizer
-    T_max : int
-        Number of epochs of the half period (>= 1; an int, not a float).
+    T_max : int or float
+        Number of epochs of the half period: any finite real number > 0 (the formula is
+        continuous in T, so ``T_max=3.5`` is a valid schedule, as in torch).
     eta_min : float
         Minimum learning rate (default 0; finite, >= 0).
     last_epoch : int
@@ -301,9 +333,8 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
                  last_epoch: int = -1) -> None:
-        _check_int("CosineAnnealingLR", "T_max", T_max, 1)
+        self.T_max = _check_positive("CosineAnnealingLR", "T_max", T_max)
         _check_factor("CosineAnnealingLR", "eta_min", eta_min)
-        self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
@@ -312,11 +343,13 @@ class CosineAnnealingLR(LRScheduler):
         e, T, eta_min = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return self._current_lrs()
-        if (e - 1 - T) % (2 * T) == 0:
+        ratio_den = 1 + math.cos(math.pi * (e - 1) / T)
+        # with a non-integer T_max (e.g. 1/3) the denominator can round to exactly 0 although
+        # the exact test below fails: take the same branch then, never divide by zero
+        if (e - 1 - T) % (2 * T) == 0 or ratio_den == 0:
             return [group["lr"] + (base_lr - eta_min) * (1 - math.cos(math.pi / T)) / 2
                     for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
         ratio_num = 1 + math.cos(math.pi * e / T)
-        ratio_den = 1 + math.cos(math.pi * (e - 1) / T)
         return [ratio_num / ratio_den * (group["lr"] - eta_min) + eta_min
                 for group in self.optimizer.param_groups]
 
