@@ -149,3 +149,14 @@ def test_generate_refuses_a_bool_or_float_eos_id(eos_id):
     with pytest.raises(ValueError, match=r"generate: eos_id must be None or an id in \[0, 9\), "
                                          r"got " + repr(eos_id)):
         generate(model, [1], 2, eos_id=eos_id)
+
+
+def test_temperature_takes_a_zero_d_array_like_the_other_knobs() -> None:
+    from tinygrad_rnn.lm.generate import check_temperature
+
+    assert check_temperature(np.array(0.7), "generate") == 0.7
+    assert check_temperature(np.float32(2.0), "generate") == 2.0
+    with pytest.raises(TypeError, match="generate: temperature must be a number"):
+        check_temperature(np.array([0.7]), "generate")
+    with pytest.raises(TypeError, match="generate: temperature must be a number"):
+        check_temperature(np.bool_(True), "generate")

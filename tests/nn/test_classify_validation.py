@@ -69,3 +69,16 @@ def test_integer_tags_of_every_kind_give_the_same_loss() -> None:
                  tr.Tensor(TAGS)):
         assert float(model.loss(IDS, tags, LENS).numpy()) == expected
     np.testing.assert_array_equal(given, TAGS)  # the padded steps were masked in a copy
+
+
+def test_accuracy_takes_raw_device_arrays() -> None:
+    """The docstring promises 'a Tensor or array': a raw device array is copied explicitly."""
+    import tinygrad_rnn as tr
+    from tinygrad_rnn import backend
+
+    z = np.array([[0.1, 2.0], [3.0, -1.0], [0.0, 1.0]])
+    y = np.array([1, 0, 0])
+    want = tr.nn.accuracy(z, y)
+    assert want == 2 / 3
+    assert tr.nn.accuracy(backend.to_device(z, "standin"), backend.to_device(y, "standin")) == want
+    assert tr.nn.accuracy(tr.tensor(z, device="standin"), y) == want

@@ -364,3 +364,21 @@ def test_cosine_never_divides_by_zero_when_the_denominator_rounds_to_zero(
             want = closed_form("CosineAnnealingLR", dict(T_max=T_max, eta_min=0.01), base,
                                epoch)
             assert lr == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_zero_d_array_factors_are_accepted_and_stored_as_floats() -> None:
+    """gamma=np.array(0.5) and T_max=np.array(4) work as their scalars (as lr and the other
+    knobs do); factors are stored as Python floats so learning rates stay Python floats."""
+    import tinygrad_rnn as tr
+    from tinygrad_rnn.optim.lr_scheduler import CosineAnnealingLR, ExponentialLR, StepLR
+
+    def opt():
+        return tr.optim.SGD([tr.tensor(np.zeros(2), requires_grad=True)], lr=0.1)
+
+    for sched in (StepLR(opt(), 1, gamma=np.array(0.5)), ExponentialLR(opt(), np.float32(0.5)),
+                  CosineAnnealingLR(opt(), T_max=np.array(4), eta_min=np.array(0.0))):
+        sched.optimizer.step()
+        sched.step()
+        lr = sched.optimizer.param_groups[0]["lr"]
+        assert type(lr) is float and 0 < lr < 0.1
+    assert type(StepLR(opt(), 1, gamma=np.float32(0.5)).gamma) is float

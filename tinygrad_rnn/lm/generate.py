@@ -43,7 +43,10 @@ def check_temperature(temperature: Any, where: str,
     otherwise). ``greedy`` names the caller's greedy alternative, the tau -> 0 limit.
     Shared by :func:`generate`, :func:`sample_logits` and
     :func:`tinygrad_rnn.decoding.sample_decode`."""
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.number)):
+    if isinstance(temperature, np.ndarray) and temperature.ndim == 0:
+        temperature = temperature[()]  # a 0-d array of a number, as the other knobs take
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(
+            temperature, (int, float, np.integer, np.floating)):
         raise TypeError(f"{where}: temperature must be a number, got "
                         f"{type(temperature).__name__}")
     tau = float(temperature)

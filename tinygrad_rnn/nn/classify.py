@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module
+from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
 from ..tensor import Tensor, host_lengths
 from .layers import Dropout, Embedding, Linear
@@ -105,11 +105,13 @@ def accuracy(logits: Any, targets: Any, ignore_index: int = IGNORE_INDEX) -> flo
     """The fraction of positions whose argmax over the last axis of ``logits`` equals
     ``targets``, ignoring positions where the target is ``ignore_index``.
 
-    ``logits`` (..., C) (a Tensor or array) pairs with integer ``targets`` (...); NaN when
-    every position is ignored.
+    ``logits`` (..., C) (a Tensor or array, on any device) pairs with integer ``targets``
+    (...); NaN when every position is ignored. Device data is copied to the host explicitly
+    (the result is a host number anyway).
     """
-    z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else logits)
-    y = np.asarray(targets.numpy() if isinstance(targets, Tensor) else targets)
+    z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else to_device(logits, "cpu"))
+    y = np.asarray(targets.numpy() if isinstance(targets, Tensor)
+                   else to_device(targets, "cpu"))
     if z.shape[:-1] != y.shape:
         raise ValueError(f"accuracy: logits of shape {z.shape} need targets of shape "
                          f"{z.shape[:-1]}, got {y.shape}")

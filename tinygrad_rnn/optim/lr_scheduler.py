@@ -58,9 +58,19 @@ def _whole_number(where: str, name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+def _scalar(value: Any) -> Any:
+    """A 0-d NumPy array of reals as its scalar (``gamma=np.array(0.5)``); anything else as
+    it is."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        return value[()]
+    return value
+
+
 def _check_positive(where: str, name: str, value: Any) -> float:
-    """``value`` when it is a real number (int or float, Python or NumPy; not a bool), finite
-    and > 0; a TypeError or ValueError naming ``where`` and ``name`` otherwise."""
+    """``value`` when it is a real number (int or float, Python or NumPy, or a 0-d array of
+    one; not a bool), finite and > 0; a TypeError or ValueError naming ``where`` and ``name``
+    otherwise."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} "
                         f"{value!r}")
@@ -69,14 +79,18 @@ def _check_positive(where: str, name: str, value: Any) -> float:
     return value
 
 
-def _check_factor(where: str, name: str, value: Any) -> None:
-    """TypeError unless ``value`` is a real number (not a bool), ValueError unless it is
-    finite and >= 0 (a negative factor or floor would make the learning rate negative)."""
+def _check_factor(where: str, name: str, value: Any) -> float:
+    """``value`` as a Python float: TypeError unless it is a real number (or a 0-d array of
+    one; not a bool), ValueError unless it is finite and >= 0 (a negative factor or floor
+    would make the learning rate negative). A Python float keeps the learning rates Python
+    floats (a NumPy float32 factor would turn them into float32 scalars)."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} "
                         f"{value!r}")
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"{where}: invalid {name}: {value} (must be finite and >= 0)")
+    return float(value)
 
 
 class LRScheduler:
@@ -245,8 +259,7 @@ class StepLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
         self.step_size = _whole_number("StepLR", "step_size", step_size, 1)
-        _check_factor("StepLR", "gamma", gamma)
-        self.gamma = gamma
+        self.gamma = _check_factor("StepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -279,8 +292,7 @@ class ExponentialLR(LRScheduler):
     """
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
-        _check_factor("ExponentialLR", "gamma", gamma)
-        self.gamma = gamma
+        self.gamma = _check_factor("ExponentialLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -334,8 +346,7 @@ class CosineAnnealingLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
                  last_epoch: int = -1) -> None:
         self.T_max = _check_positive("CosineAnnealingLR", "T_max", T_max)
-        _check_factor("CosineAnnealingLR", "eta_min", eta_min)
-        self.eta_min = eta_min
+        self.eta_min = _check_factor("CosineAnnealingLR", "eta_min", eta_min)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
