@@ -42,12 +42,13 @@ CLASSES = 64
 
 
 def child_env(setting: str, threads: int) -> dict[str, str]:
-    """The environment of a child: BLAS threads pinned, glibc's own MALLOC_* variables
-    removed (they would make tinygrad_rnn leave malloc alone in both settings), and
-    ``TINYGRAD_RNN_MALLOC=default`` for the untuned one."""
+    """The environment of a child: BLAS threads pinned, glibc's own MALLOC_* variables and
+    GLIBC_TUNABLES removed (they would make tinygrad_rnn leave malloc alone in both
+    settings, and set thresholds of their own), and ``TINYGRAD_RNN_MALLOC=default`` for the
+    untuned one."""
     env = hz.thread_env(threads)
     for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                 "TINYGRAD_RNN_MALLOC"):
+                 "GLIBC_TUNABLES", "TINYGRAD_RNN_MALLOC"):
         env.pop(name, None)
     if setting == "default":
         env["TINYGRAD_RNN_MALLOC"] = "default"

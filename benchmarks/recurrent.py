@@ -712,10 +712,13 @@ def report(cfg: Config, timing: Sequence[dict], memory: Sequence[dict], info: di
 _PROFILER_NOISE = ("USDT:", "STAGE:")
 #: Environment variables that change the results; shown in the report's command when set.
 #: OpenBLAS: its kernel choice, the L2 cache size it blocks for, how long idle worker
-#: threads wait, and its thread pinning (where the build pins threads).
+#: threads wait, and its thread pinning (where the build pins threads). glibc malloc: the
+#: variables and tunables that set it, and ours, which decides whether import tunes it
+#: (tinygrad_rnn/allocator.py).
 _RESULT_ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_THREAD_TIMEOUT",
                     "OPENBLAS_MAIN_FREE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
-                    "MALLOC_TOP_PAD_", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+                    "MALLOC_TOP_PAD_", "GLIBC_TUNABLES", "TINYGRAD_RNN_MALLOC",
+                    "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 #: Thread counts. A CPU run sets those of :data:`benchmarks._harness.THREAD_ENV_VARS` in
 #: each child from ``--threads`` (OpenBLAS then ignores the other two), so the command shows
 #: them only for a ``--device`` run, which times in this process with the inherited ones.

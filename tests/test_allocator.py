@@ -39,7 +39,7 @@ print(json.dumps({"status": tr.allocator.status(), "faults": faults}))
 
 def _probe(**env_changes: str) -> dict:
     env = {k: v for k, v in os.environ.items()
-           if k not in allocator.GLIBC_ENV_VARS and k != allocator.ENV_VAR}
+           if k not in (*allocator.GLIBC_ENV_VARS, allocator.ENV_VAR, allocator.TUNABLES_VAR)}
     env.update(env_changes)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
@@ -64,6 +64,36 @@ def test_glibc_environment_variables_win() -> None:
     got = _probe(MALLOC_TRIM_THRESHOLD_="1000000")
     assert got["status"] == ("glibc malloc left as it is (set by the environment: "
                              "MALLOC_TRIM_THRESHOLD_)")
+
+
+@pytest.mark.skipif(not GLIBC_LINUX, reason="the setting exists on Linux with glibc only")
+def test_glibc_malloc_tunables_win() -> None:
+    """GLIBC_TUNABLES is glibc's recommended way to set malloc; mallopt at import would
+    override it. The user's 128 KiB mmap threshold must stay in effect: the call's 512 KiB
+    arrays are then mapped afresh each time, so the page faults are glibc's default ones."""
+    got = _probe(GLIBC_TUNABLES="glibc.malloc.mmap_threshold=131072")
+    assert got["status"] == ("glibc malloc left as it is (set by the environment: "
+                             "GLIBC_TUNABLES glibc.malloc.mmap_threshold)")
+    assert got["faults"] > 100, got
+
+
+@pytest.mark.skipif(not GLIBC_LINUX, reason="the setting exists on Linux with glibc only")
+def test_tunables_of_other_glibc_parts_do_not_count() -> None:
+    got = _probe(GLIBC_TUNABLES="glibc.elision.enable=0")
+    assert got["status"].startswith("glibc malloc keeps freed memory"), got
+    assert got["faults"] < 5, got
+
+
+def test_malloc_tunables_are_found_among_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(allocator, "_status", allocator.status())
+    said = allocator.keep_freed_memory({allocator.TUNABLES_VAR: (
+        "glibc.elision.enable=0:glibc.malloc.trim_threshold=1:glibc.malloc.tcache_count=0")})
+    assert said == ("glibc malloc left as it is (set by the environment: GLIBC_TUNABLES "
+                    "glibc.malloc.trim_threshold, GLIBC_TUNABLES glibc.malloc.tcache_count)")
+    said = allocator.keep_freed_memory({allocator.TUNABLES_VAR: "glibc.malloc.arena_max=2",
+                                        "MALLOC_TOP_PAD_": "0"})
+    assert said == ("glibc malloc left as it is (set by the environment: MALLOC_TOP_PAD_, "
+                    "GLIBC_TUNABLES glibc.malloc.arena_max)")
 
 
 def test_choices_that_leave_malloc_alone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -309,9 +309,11 @@ def test_device_run_written_with_out_keeps_its_caveat(tmp_path, capsys,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """--out without --markdown writes the Markdown report with the same notes as the
     printed one; the command line shows the OpenBLAS variables the in-process device run
-    inherits, thread counts included."""
+    inherits, thread counts included, and the malloc settings (glibc's tunables and ours)."""
     monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=67108864")
+    monkeypatch.setenv("TINYGRAD_RNN_MALLOC", "keep")
     out = tmp_path / "standin.md"
     rc = bench.main(["--device", "standin", "--cells", "gru", "--hidden", "8", "--seq-len",
                      "3", "--batch", "2", "--reps", "1", "--no-torch", "--out", str(out)])
@@ -321,6 +323,8 @@ def test_device_run_written_with_out_keeps_its_caveat(tmp_path, capsys,
     assert note in printed and f"- {note}" in written
     command = [line for line in written.splitlines() if line.startswith("- command:")][0]
     assert "OPENBLAS_L2_SIZE=512" in command and "OPENBLAS_NUM_THREADS=1" in command
+    assert "GLIBC_TUNABLES=glibc.malloc.trim_threshold=67108864" in command
+    assert "TINYGRAD_RNN_MALLOC=keep" in command
 
 
 def test_command_line_end_to_end_without_torch(tmp_path, capsys,
@@ -396,8 +400,10 @@ def test_host_allocator_child_env_isolates_the_setting(monkeypatch: pytest.Monke
     from benchmarks import host_allocator as ha
 
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1")
     monkeypatch.setenv("TINYGRAD_RNN_MALLOC", "default")
     tuned, default = ha.child_env("tuned", 1), ha.child_env("default", 1)
     assert "MALLOC_TRIM_THRESHOLD_" not in tuned and "TINYGRAD_RNN_MALLOC" not in tuned
+    assert "GLIBC_TUNABLES" not in tuned and "GLIBC_TUNABLES" not in default
     assert default["TINYGRAD_RNN_MALLOC"] == "default"
     assert tuned["OPENBLAS_NUM_THREADS"] == "1" == default["OPENBLAS_NUM_THREADS"]

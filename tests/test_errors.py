@@ -324,7 +324,7 @@ def test_reshape_error_names_both_shapes(src: tuple, dst: tuple) -> None:
 def test_transpose_with_bad_axes_names_axes_and_shape() -> None:
     with pytest.raises(ValueError) as info:
         t((2, 3)).permute(0, 0)
-    assert_names(str(info.value), "transpose", (0, 0), (2, 3))
+    assert_names(str(info.value), "permute", (0, 0), (2, 3))
     with pytest.raises(ValueError, match="transpose"):
         t((2, 3)).transpose(0, 1, 2)
 

@@ -357,19 +357,40 @@ def test_embedding_padding_idx_in_range_zeroes_its_row(padding_idx: Any, row: in
 # ------------------------------------------------------------------ 8. transpose axes
 @pytest.mark.parametrize("axes, bad", [((0, 5), 5), ((1, -3), -3), ((2, 0), 2)])
 def test_transpose_axis_out_of_range_names_the_axis_given(axes: tuple, bad: int) -> None:
+    """Each spelling's error starts with the name the caller used."""
     x = tr.Tensor(np.zeros((2, 3)))
-    for call in (lambda: x.transpose(*axes), lambda: x.permute(axes)):
+    for op, call in (("transpose", lambda: x.transpose(*axes)),
+                     ("transpose", lambda: x.transpose(axes)),
+                     ("permute", lambda: x.permute(axes)),
+                     ("permute", lambda: x.permute(*axes))):
         with pytest.raises(IndexError) as info:
             call()
         msg = str(info.value)
-        assert msg.startswith("transpose")
+        assert msg.startswith(f"{op}: "), msg
         assert_names(msg, f"axis {bad}", (2, 3))
 
 
 def test_transpose_repeated_axis_names_the_axes_given() -> None:
     with pytest.raises(ValueError) as info:
         tr.Tensor(np.zeros((2, 3))).permute(1, -1)
-    assert_names(str(info.value), "transpose", (1, -1), (2, 3))
+    assert str(info.value).startswith("permute: ")
+    assert_names(str(info.value), (1, -1), (2, 3))
+    with pytest.raises(ValueError) as info:
+        tr.Tensor(np.zeros((2, 3))).transpose((1, -1))
+    assert str(info.value).startswith("transpose: ")
+
+
+def test_permute_errors_name_permute_not_transpose() -> None:
+    """Regression: permute's errors said 'transpose', an op the caller never called."""
+    x = tr.zeros((2, 3, 4))
+    with pytest.raises(ValueError) as info:
+        x.permute(0, 1)
+    assert str(info.value) == ("permute: axes (0, 1) are not a permutation of the 3 "
+                               "dimensions of a tensor of shape (2, 3, 4) (give 3 axes)")
+    with pytest.raises(TypeError, match=re.escape("permute: axes must be integers, got "
+                                                  "(0, 1.0, 2)")):
+        x.permute(0, 1.0, 2)
+    assert x.permute(2, 0, 1).shape == (4, 2, 3)
 
 
 def test_transpose_of_two_axes_swaps_them_as_torch() -> None:
@@ -520,14 +541,15 @@ INPLACE: dict[str, Callable[[tr.Tensor], Any]] = {
     "mul_": lambda t: t.mul_(0.5),
     "sub_": lambda t: t.sub_(0.5),
     "add_": lambda t: t.add_(np.array([0.5, 0.5])),
-    "fill_": lambda t: t.fill_(2.5),
     "clip_": lambda t: t.clip_(0.5, 1.5),
 }
 
 
 @pytest.mark.parametrize("op", sorted(INPLACE))
 def test_inplace_ops_on_integer_tensors_give_clear_errors(op: str) -> None:
-    """These leaked NumPy's UFuncTypeError (or truncated silently: fill_)."""
+    """These leaked NumPy's UFuncTypeError. (fill_ does not promote: it takes any value the
+    dtype holds exactly, so ``ids.fill_(2.0)`` works and ``ids.fill_(2.5)`` is a ValueError;
+    tests/test_tensor.py::test_fill_refuses_a_value_the_dtype_would_change.)"""
     x = tr.Tensor(np.array([1, 2]))
     with pytest.raises(TypeError) as info:
         INPLACE[op](x)

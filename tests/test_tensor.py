@@ -207,6 +207,216 @@ def test_scalar_keeps_float64_tensor_float64() -> None:
     assert (x ** np.float32(2.0)).dtype == np.float64
 
 
+# the fast path of scalar lifting (all tensor inputs float) against the general one
+FLOAT_DTYPES = [np.float16, np.float32, np.float64]
+REAL_SCALARS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.integers(-(2 ** 70), 2 ** 70),
+    st.booleans(),
+    st.floats(allow_nan=True, width=64).map(np.float64),
+    st.floats(allow_nan=True, width=32).map(np.float32),
+    st.floats(allow_nan=True, width=16).map(np.float16),
+    st.integers(-128, 127).map(np.int8),
+    st.integers(0, 255).map(np.uint8),
+    st.integers(-(2 ** 63), 2 ** 63 - 1).map(np.int64),
+    st.integers(0, 2 ** 64 - 1).map(np.uint64),
+    st.booleans().map(np.bool_),
+)
+
+
+@given(dtypes=st.lists(st.sampled_from(FLOAT_DTYPES), min_size=1, max_size=2),
+       scalars=st.lists(REAL_SCALARS, min_size=1, max_size=2), order=st.randoms())
+def test_fast_scalar_lifting_matches_the_general_rule(dtypes: list, scalars: list,
+                                                       order: Any) -> None:
+    """_apply lifts the scalars of an op on float tensors through a fast path; it must give
+    exactly the tensors (dtypes and values) of the general rule, _lift_inputs."""
+    from tinygrad_rnn.ops import Add
+    from tinygrad_rnn.tensor import _lift_inputs, _lift_scalars_beside_floats
+
+    tensors = [tr.Tensor(np.array([1.5, -2.0], dtype=d)) for d in dtypes]
+    inputs = tensors + scalars
+    order.shuffle(inputs)
+    inputs = tuple(inputs)
+    with np.errstate(over="ignore"):  # 65520.0 is inf in float16, on both paths
+        fast = _lift_scalars_beside_floats(inputs)
+        general = _lift_inputs(Add, inputs)
+    assert fast is not None and len(fast) == len(general) == len(inputs)
+    for x, a, b in zip(inputs, fast, general):
+        if isinstance(x, tr.Tensor):
+            assert a is x and b is x
+        else:
+            assert a.dtype == b.dtype == np.result_type(*dtypes), (x, a.dtype, b.dtype)
+            assert a.shape == b.shape == ()
+            np.testing.assert_array_equal(a.data, b.data)
+
+
+@pytest.mark.parametrize("inputs", [
+    (np.array([1, 2]), 2.0),                       # an integer tensor: promotion rules
+    (np.array([True, False]), 1),
+    (np.array([1.0], np.float32), np.array(2.0)),  # a 0-d array: general path
+    (np.array([1.0], np.float32), 1j),             # complex is no real scalar
+    (np.array([1.0], np.float32), [1.0, 2.0]),
+], ids=["int-tensor", "bool-tensor", "0d-array", "complex", "list"])
+def test_fast_scalar_lifting_leaves_other_cases_to_the_general_rule(inputs: tuple) -> None:
+    from tinygrad_rnn.tensor import _lift_scalars_beside_floats
+
+    data, other = inputs
+    assert _lift_scalars_beside_floats((tr.Tensor(data), other)) is None
+    assert _lift_scalars_beside_floats((1.0, 2.0)) is None  # no tensor at all
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("scalar", [2.0, 3, True, np.float64(0.1), np.int64(7),
+                                    np.uint8(200), np.bool_(True), 1000],
+                         ids=lambda s: f"{type(s).__name__}({s})")
+def test_scalar_ops_on_float_tensors_keep_dtype_and_values(dtype: Any, scalar: Any) -> None:
+    """x * s, s - x and x / s through the public operators: the tensor's dtype, and the
+    values NumPy gives with the scalar cast to that dtype first."""
+    data = np.array([0.5, -1.25, 3.0], dtype)
+    x = tr.Tensor(data, requires_grad=True)
+    s = np.asarray(scalar, dtype)
+    for got, want in ((x * scalar, data * s), (scalar - x, s - data), (x / scalar, data / s)):
+        assert got.dtype == dtype and got.requires_grad
+        np.testing.assert_array_equal(got.data, want)
+
+
+@pytest.mark.parametrize("dtype, scalar, expr", [
+    (np.uint8, 300, lambda a, s: a + s),
+    (np.uint8, -1, lambda a, s: a * s),
+    (np.uint8, np.int64(256), lambda a, s: s - a),   # was wrapped around silently
+    (np.int8, 128, lambda a, s: a - s),
+    (np.int32, 2 ** 40, lambda a, s: a + s),
+    (np.int64, 2 ** 70, lambda a, s: a * s),
+    (np.bool_, 2 ** 64, lambda a, s: a + s),         # bool with an int: int64, too small
+    (np.uint8, np.array(300), lambda a, s: a + s),   # a 0-d array counts as a scalar
+])
+def test_integer_scalar_outside_the_tensors_dtype_is_a_clear_error(dtype: Any, scalar: Any,
+                                                                    expr: Callable) -> None:
+    """Regression: NumPy's bare "Python integer 300 out of bounds for uint8" named no op,
+    and a NumPy integer scalar was cast to uint8, wrapping around silently (torch wraps
+    both). We refuse."""
+    a = tr.Tensor(np.array([1, 0]).astype(dtype))
+    with pytest.raises(ValueError) as info:
+        expr(a, scalar)
+    msg = str(info.value)
+    shown = scalar[()] if isinstance(scalar, np.ndarray) else scalar
+    assert f"the integer scalar {shown!r} is outside the range of " in msg, msg
+    assert f"(shape (2,) dtype {np.dtype(dtype)})" in msg and "wrap around" in msg
+    assert msg.split(":")[0] in ("Add", "Sub", "Mul")
+
+
+def test_integer_scalars_at_the_edges_of_the_range_are_accepted() -> None:
+    a = tr.Tensor(np.array([0, 1], np.uint8))
+    assert (a + 255).dtype == np.uint8 and (a * 0).dtype == np.uint8
+    np.testing.assert_array_equal((a + np.uint8(254)).data, [254, 255])
+    b = tr.Tensor(np.array([5], np.int8))
+    assert (b + -128).dtype == np.int8 and (b + -128).data.tolist() == [-123]
+    assert (b + 0.5).dtype == np.float32  # a float scalar still computes in float32
+
+
+def test_integer_scalar_takes_the_promoted_dtype_of_the_integer_tensors() -> None:
+    """Regression: the scalar took the first integer tensor's dtype (int8), so 1000 beside
+    an int8 and an int64 tensor raised although the result is int64."""
+    i8, i64 = tr.Tensor(np.array(1, np.int8)), tr.Tensor(np.array(2, np.int64))
+    for parts in ([i8, i64, 1000], [1000, i8, i64], [i64, i8, np.int32(1000)]):
+        out = tr.stack(parts)
+        assert out.dtype == np.int64
+        np.testing.assert_array_equal(sorted(out.data.tolist()), [1, 2, 1000])
+    u8 = tr.Tensor(np.array(1, np.uint8))
+    assert tr.stack([u8, i8, 200]).dtype == np.int16  # uint8 with int8 is int16
+    with pytest.raises(ValueError, match=r"-1 is outside the range of uint8"):
+        tr.stack([u8, tr.Tensor(np.array(True)), -1])
+
+
+# fill_ and zero_ keep the tensor's dtype: they do not promote, they take any value that the
+# dtype holds exactly (the old tree's and torch's result) and refuse one it would change
+FILL_ACCEPTED = [
+    (np.bool_, 0), (np.bool_, 1), (np.bool_, True), (np.bool_, False), (np.bool_, 1.0),
+    (np.bool_, np.int64(0)), (np.uint8, 255), (np.uint8, 0), (np.int8, -128),
+    (np.int8, np.int64(127)), (np.int64, 2.0), (np.int64, True), (np.int32, np.float32(3)),
+    (np.int64, -(2 ** 63)), (np.float32, 0.1), (np.float32, 3), (np.float32, True),
+    (np.float64, np.float16(0.5)), (np.float16, 1 / 3), (np.float32, float("nan")),
+    (np.float64, -float("inf")), (np.float32, np.array(2.5)), (np.int32, np.array(4)),
+]
+
+
+@pytest.mark.parametrize("dtype, value", FILL_ACCEPTED,
+                         ids=lambda v: v.__name__ if isinstance(v, type) else repr(v))
+def test_fill_writes_any_value_the_dtype_holds_exactly(dtype: Any, value: Any) -> None:
+    x = tr.Tensor(np.array([1, 0, 1]).astype(dtype))
+    version = x._version.value
+    assert x.fill_(value) is x
+    # the start-of-day fill_ was this NumPy assignment
+    want = np.zeros(3, dtype)
+    want[...] = value
+    assert x.dtype == dtype and x._version.value == version + 1
+    np.testing.assert_array_equal(x.data, want)
+    torch = pytest.importorskip("torch")
+    ref = torch.from_numpy(np.array([1, 0, 1]).astype(dtype)).fill_(
+        value.item() if isinstance(value, np.ndarray) else value)
+    np.testing.assert_array_equal(x.data, ref.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int32, np.int64,
+                                   np.float16, np.float32, np.float64])
+def test_zero_works_on_every_dtype(dtype: Any) -> None:
+    """Regression: zero_() on a boolean tensor raised a TypeError (fill_ promoted 0 to
+    int64 and refused to write int64 into bool)."""
+    x = tr.Tensor(np.array([1, 1]).astype(dtype))
+    assert x.zero_() is x and x.dtype == dtype
+    np.testing.assert_array_equal(x.data, np.zeros(2, dtype))
+    zero_d = tr.Tensor(np.array(1).astype(dtype))
+    assert zero_d.zero_().data.shape == () and not zero_d.data.any()
+
+
+@pytest.mark.parametrize("dtype, value, holds", [
+    (np.int64, 2.5, "only the integers from -9223372036854775808 to 9223372036854775807"),
+    (np.int32, float("nan"), "only the integers from -2147483648 to 2147483647"),
+    (np.int32, float("inf"), "only the integers from -2147483648 to 2147483647"),
+    (np.int64, 2 ** 63, "only the integers from -9223372036854775808 to "),
+    (np.uint8, 300, "only the integers from 0 to 255"),
+    (np.uint8, -1, "only the integers from 0 to 255"),
+    (np.uint8, np.int64(256), "only the integers from 0 to 255"),
+    (np.int8, np.float32(0.5), "only the integers from -128 to 127"),
+    (np.bool_, 2, "only 0, 1, True and False"),
+    (np.bool_, -1, "only 0, 1, True and False"),
+    (np.bool_, 0.5, "only 0, 1, True and False"),
+    (np.bool_, float("nan"), "only 0, 1, True and False"),
+])
+def test_fill_refuses_a_value_the_dtype_would_change(dtype: Any, value: Any,
+                                                     holds: str) -> None:
+    x = tr.Tensor(np.array([1, 0]).astype(dtype))
+    with pytest.raises(ValueError) as info:
+        x.fill_(value)
+    msg = str(info.value)
+    assert msg.startswith(f"fill_: a tensor of dtype {np.dtype(dtype)} (shape (2,)) holds "
+                          f"{holds}"), msg
+    assert f"the value {value!r} would change" in msg
+    np.testing.assert_array_equal(x.data, np.array([1, 0]).astype(dtype))  # nothing written
+
+
+@pytest.mark.parametrize("value, error, text", [
+    ("1", TypeError, "fill_: the value must be a real number, got '1' (str)"),
+    (1j, TypeError, "fill_: the value must be a real number, got 1j (complex)"),
+    (None, TypeError, "fill_: the value must be a real number, got None (NoneType)"),
+    (np.array([1.0, 2.0]), ValueError, "fill_: the value must be a single number (a scalar "
+                                       "or a 0-d tensor), got an array of shape (2,)"),
+])
+def test_fill_refuses_a_value_that_is_no_single_real_number(value: Any, error: type,
+                                                            text: str) -> None:
+    x = tr.Tensor(np.array([1.0, 0.0]))
+    with pytest.raises(error) as info:
+        x.fill_(value)
+    assert str(info.value).startswith(text), str(info.value)
+    np.testing.assert_array_equal(x.data, [1.0, 0.0])
+
+
+def test_fill_takes_a_0d_tensor() -> None:
+    x = tr.Tensor(np.array([1, 2], np.int32))
+    x.fill_(tr.Tensor(np.array(7, np.int64)))
+    assert x.dtype == np.int32 and x.data.tolist() == [7, 7]
+
+
 @pytest.mark.parametrize("scalar", [0.5, np.float64(0.5), np.float32(0.5), 1],
                          ids=lambda s: type(s).__name__)
 def test_comparisons_give_boolean_tensors_without_grad(scalar: Any) -> None:

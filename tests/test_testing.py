@@ -726,6 +726,64 @@ def test_check_op_catches_a_backward_that_depends_on_call_order(period, monkeypa
     assert "differs between the identical backward calls" in report["deterministic"].detail
 
 
+class ForwardCountingOp(tr.Function):
+    """2x whose forward is off by 1% on calls 2, 2 + period, 2 + 2 * period, ...: call 2 is
+    the zero-upstream call, and for a period of 3 or more calls 1, 3 and 4 all agree."""
+
+    calls = 0
+    period = 2
+
+    @staticmethod
+    def forward(ctx, x):
+        ForwardCountingOp.calls += 1
+        wrong = ForwardCountingOp.calls % ForwardCountingOp.period == 2 % ForwardCountingOp.period
+        return 2 * x * (1.01 if wrong else 1.0)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return 2 * grad_out
+
+
+@pytest.mark.parametrize("period", [2, 3, 4])
+def test_check_op_catches_a_forward_that_depends_on_call_order(period, monkeypatch):
+    """Regression: the outputs of the zero-upstream call 2 were never compared, so a forward
+    wrong on calls 2, 5, 8, ... (period 3) passed the determinism check."""
+    monkeypatch.setattr(ForwardCountingOp, "calls", 0)
+    monkeypatch.setattr(ForwardCountingOp, "period", period)
+    report = check_op(ForwardCountingOp, _x(), options=CheckOptions(raise_exception=False))
+    assert not report["deterministic"].passed
+    assert "output 0 differs between the forward calls 1 and 2, which have the same " \
+        "inputs" in report["deterministic"].detail
+
+
+@pytest.mark.parametrize("period", [2, 3])
+def test_check_function_catches_a_forward_that_depends_on_call_order(period):
+    calls = [0]
+
+    def fn(x):
+        calls[0] += 1
+        return x * (3.0 if calls[0] % period == 2 % period else 2.0)
+
+    report = tt.check_function(fn, _x(), raise_exception=False)
+    assert not report["deterministic"].passed
+    assert "output 0 differs between the forward calls 1 and 2" in \
+        report["deterministic"].detail
+
+
+def test_forward_of_the_zero_upstream_call_is_compared_only_with_determinism_on():
+    """Code that is random on purpose turns the determinism check off; its zero-upstream
+    call is then not compared either."""
+    calls = [0]
+
+    def fn(x):
+        calls[0] += 1
+        return x * (3.0 if calls[0] == 2 else 2.0)
+
+    report = tt.check_function(fn, _x(), check_determinism=False, raise_exception=False)
+    assert "deterministic" not in [r.name for r in report.results]
+    assert report.passed, report
+
+
 def test_check_options_refuse_bad_settings():
     for kwargs, message in (({"atol": -1.0}, "atol must be non-negative"),
                             ({"rtol": np.nan}, "rtol must be non-negative"),

@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -377,7 +378,37 @@ def test_train_stream_refuses_a_bad_number_of_epochs(epochs: Any, error: type) -
                      progress=False)
 
 
-@pytest.mark.parametrize("tol", [-0.1, float("nan"), float("inf"), "0.1", True, None])
-def test_early_stopping_refuses_a_bad_tol(tol: Any) -> None:
+@pytest.mark.parametrize("tol", [-0.1, float("nan"), float("inf"), np.float32(-1)])
+def test_early_stopping_refuses_a_bad_tol_value(tol: Any) -> None:
     with pytest.raises(ValueError, match="EarlyStopping: tol must be a finite number >= 0"):
         EarlyStopping(2, tol)
+
+
+@pytest.mark.parametrize("tol, kind", [("0.1", "str"), (True, "bool"), (None, "NoneType"),
+                                       ("a", "str")])
+def test_early_stopping_refuses_a_tol_that_is_no_number(tol: Any, kind: str) -> None:
+    """Regression: a string tol was a ValueError; a wrong type is a TypeError."""
+    with pytest.raises(TypeError, match=re.escape(
+            f"EarlyStopping: tol must be a real number, got {kind} {tol!r}")):
+        EarlyStopping(2, tol)
+
+
+@pytest.mark.parametrize("patience, error, message", [
+    (2.5, TypeError, "patience must be an int, got float 2.5"),
+    (2.0, TypeError, "patience must be an int, got float 2.0"),
+    (True, TypeError, "patience must be an int, got bool True"),
+    ("3", TypeError, "patience must be an int, got str '3'"),
+    (0, ValueError, "patience must be >= 1, got 0"),
+    (np.int64(-1), ValueError, "patience must be >= 1, got -1"),
+])
+def test_early_stopping_refuses_a_bad_patience(patience: Any, error: type,
+                                               message: str) -> None:
+    """Regression: EarlyStopping(2.5) was accepted and stored patience=2.5."""
+    with pytest.raises(error, match=re.escape(f"EarlyStopping: {message}")):
+        EarlyStopping(patience)
+
+
+def test_early_stopping_takes_numpy_integers_as_python_ints() -> None:
+    stopper = EarlyStopping(np.int64(2), tol=np.float32(0.5))
+    assert stopper.patience == 2 and type(stopper.patience) is int
+    assert stopper.tol == 0.5 and type(stopper.tol) is float

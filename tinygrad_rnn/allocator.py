@@ -27,12 +27,17 @@ fragmentation holds) stays in the process's resident set; nothing is leaked, it 
 the next allocations. Arrays of 32 MiB and more are still mapped and unmapped one by one.
 
 ``import tinygrad_rnn`` calls it once, only where it can act and only when the user has not
-chosen: on Linux with glibc, when none of glibc's own ``MALLOC_MMAP_THRESHOLD_``,
-``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_`` environment variables is set, and unless
-``TINYGRAD_RNN_MALLOC=default`` asks to leave ``malloc`` as it is (``keep``, or leaving the
-variable unset, keeps freed memory; any other value is a ValueError at import, so a typo such
-as ``off`` cannot leave the setting on unnoticed). The settings apply to the
-whole process (NumPy's arrays and everything else); :func:`status` says what was done.
+chosen: on Linux with glibc, when the environment configures no ``malloc`` setting of glibc's
+own, and unless ``TINYGRAD_RNN_MALLOC=default`` asks to leave ``malloc`` as it is (``keep``,
+or leaving the variable unset, keeps freed memory; any other value is a ValueError at import,
+so a typo such as ``off`` cannot leave the setting on unnoticed). glibc reads its settings from
+two places, and either one leaves ``malloc`` to the user: ``GLIBC_TUNABLES`` with any
+``glibc.malloc.*`` tunable (glibc's recommended way, e.g.
+``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072``; other tunables, such as
+``glibc.cpu.*``, do not count), or one of the older ``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_`` variables. ``mallopt`` would otherwise
+override what the user set. The settings apply to the whole process (NumPy's arrays and
+everything else); :func:`status` says what was done.
 """
 from __future__ import annotations
 
@@ -47,6 +52,8 @@ MMAP_THRESHOLD = 32 * 1024 * 1024
 TRIM_THRESHOLD = 64 * 1024 * 1024
 ENV_VAR = "TINYGRAD_RNN_MALLOC"
 GLIBC_ENV_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")
+#: glibc's tunables variable: colon-separated ``name=value`` pairs
+TUNABLES_VAR = "GLIBC_TUNABLES"
 
 # mallopt parameter numbers from glibc's <malloc.h>
 _M_TRIM_THRESHOLD = -1
@@ -69,6 +76,13 @@ def _glibc_mallopt():
     return fn
 
 
+def _malloc_tunables(tunables: str) -> list[str]:
+    """The names of the ``glibc.malloc.*`` tunables set in a ``GLIBC_TUNABLES`` value such as
+    ``"glibc.malloc.mmap_threshold=131072:glibc.cpu.x86_shstk=off"``."""
+    names = (item.partition("=")[0].strip() for item in tunables.split(":"))
+    return [name for name in names if name.startswith("glibc.malloc.")]
+
+
 def keep_freed_memory(environ: dict | None = None) -> str:
     """Raise glibc's mmap and trim thresholds (module docstring) unless the user chose
     otherwise; returns, and remembers for :func:`status`, one line saying what was done.
@@ -85,6 +99,7 @@ def keep_freed_memory(environ: dict | None = None) -> str:
         raise ValueError(f"{ENV_VAR}={env[ENV_VAR]!r} is not a setting: use 'default' (leave "
                          f"glibc malloc as it is) or 'keep' / unset (keep freed memory)")
     chosen = [name for name in GLIBC_ENV_VARS if name in env]
+    chosen += [f"{TUNABLES_VAR} {name}" for name in _malloc_tunables(env.get(TUNABLES_VAR, ""))]
     if chosen:
         _status = f"glibc malloc left as it is (set by the environment: {', '.join(chosen)})"
         return _status

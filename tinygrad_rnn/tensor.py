@@ -473,15 +473,22 @@ class Tensor:
         self._data[...] = src
         return self._bump()
 
-    def fill_(self, value: float) -> "Tensor":
-        """Set every entry to ``value``; a float value on an integer or boolean tensor is a
-        TypeError (it would be truncated)."""
+    def fill_(self, value: Any) -> "Tensor":
+        """Set every entry to ``value``, a real number (a Python or NumPy scalar, a 0-d array
+        or a 0-d tensor) that this tensor's dtype holds exactly: any real into a float tensor
+        (rounded to its precision as any float is), an integer in range into an integer
+        tensor (``2.0`` counts as 2), 0, 1, True or False into a boolean tensor.
+
+        fill_ keeps the tensor's dtype, so it does not promote as ``x + value`` does; a value
+        the dtype would change (2.5 or nan into an integer tensor, 300 into uint8, 2 into
+        bool) is a ValueError instead of being truncated, wrapped or squashed silently, and
+        a value that is no real number is a TypeError. Nothing is written then."""
         self._check_inplace("fill_")
-        self._data[...] = self._inplace_operand("fill_", value,
-                                                  "tr.full(x.shape, value)")
+        self._data[...] = _fill_value(value, self)
         return self._bump()
 
     def zero_(self) -> "Tensor":
+        """Set every entry to zero (False for a boolean tensor); works for every dtype."""
         return self.fill_(0)
 
     def clip_(self, min: float | None = None, max: float | None = None) -> "Tensor":
@@ -627,7 +634,7 @@ class Tensor:
         ``t.permute((2, 0, 1))``, as torch's ``permute`` and NumPy's ``transpose``."""
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return Transpose.apply(self, axes=tuple(axes))
+        return Transpose.apply(self, axes=tuple(axes), op="permute")
 
     def swapaxes(self, a: int, b: int) -> "Tensor":
         """Swap axes ``a`` and ``b`` (NumPy's ``swapaxes``, torch's ``transpose(a, b)``)."""
@@ -821,6 +828,45 @@ def _raw_like(x: Any, ref: Tensor) -> Any:
     return x
 
 
+def _fill_value(value: Any, ref: Tensor) -> Any:
+    """``value`` as a scalar of ``ref``'s dtype, for :meth:`Tensor.fill_`: TypeError when it
+    is no real number, ValueError when ``ref``'s dtype cannot hold it exactly."""
+    given = value
+    if isinstance(value, Tensor):
+        value = value._data
+    if hasattr(value, "shape") and not isinstance(value, np.generic):  # an array
+        if value.ndim != 0:
+            raise ValueError(
+                f"fill_: the value must be a single number (a scalar or a 0-d tensor), got "
+                f"an array of shape {tuple(value.shape)}; to write an array use x[...] = value"
+            )
+        value = value.item()  # a device array's value comes to the host
+    if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+        raise TypeError(
+            f"fill_: the value must be a real number, got {given!r} "
+            f"({type(given).__name__}) for a tensor of dtype {ref.dtype} (shape {ref.shape})"
+        )
+    dtype = ref.dtype
+    if dtype.kind in "fc":  # any real fits, rounded to the dtype's precision
+        return value
+    # an integer or boolean dtype: only a whole number (nan and inf are none) can fit
+    whole = isinstance(value, (int, np.integer, np.bool_)) or float(value).is_integer()
+    if dtype.kind == "b":
+        if whole and int(value) in (0, 1):
+            return np.bool_(value)
+        holds = "only 0, 1, True and False"
+    else:
+        info = np.iinfo(dtype)
+        if whole and info.min <= int(value) <= info.max:
+            return dtype.type(int(value))
+        holds = f"only the integers from {info.min} to {info.max}"
+    raise ValueError(
+        f"fill_: a tensor of dtype {dtype} (shape {ref.shape}) holds {holds}, so the value "
+        f"{given!r} would change; fill_ keeps the dtype: use tr.full(x.shape, value, "
+        f"dtype=...) for a new tensor, or convert first (e.g. x = x.float())"
+    )
+
+
 def _index(index: Any, xp: Any = np) -> Any:
     """Normalise an index for an array of module ``xp``: tensors and lists become arrays
     (index arrays given on the host are copied to ``xp``'s device); always a tuple."""
@@ -854,22 +900,72 @@ def _kind_rank(dtype: Any) -> int:
     return 2 if kind in "fc" else (0 if kind == "b" else 1)
 
 
-def _lift_inputs(inputs: tuple) -> tuple:
-    """The inputs of an op, some of them scalars or host arrays, as Tensors, with torch's
+# Python and NumPy scalars of a real category (bool < integer < float); complex is none
+_REAL_SCALARS = (int, float, np.integer, np.floating, np.bool_)
+
+
+def _lift_scalars_beside_floats(inputs: tuple) -> tuple | None:
+    """The fast path of :func:`_lift_inputs`, for its commonest case (``x * 2.0``,
+    ``1.0 - z``, ``z / 3``): every tensor input holds float data and every other input is a
+    Python or NumPy real scalar. Each scalar then takes the tensors' float dtype (float32
+    with float64 is float64), which is what :func:`_lift_inputs` gives too; this only skips
+    its lists and its per-scalar ``np.result_type``. None when the case does not apply."""
+    dtype = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x._data.dtype
+            if d.kind != "f":
+                return None
+            if dtype is None:
+                dtype, first = d, x._data
+            elif d != dtype:
+                dtype = np.promote_types(dtype, d)
+        elif not isinstance(x, _REAL_SCALARS):
+            return None
+    if dtype is None:  # scalars only
+        return None
+    xp = np if type(first) is np.ndarray else get_array_module(first)
+    return tuple([x if isinstance(x, Tensor) else Tensor._wrap(xp.asarray(x, dtype))
+                  for x in inputs])
+
+
+def _check_integer_scalars(fn: type, scalars: list, dtype: np.dtype,
+                           tensors_in: list) -> None:
+    """ValueError naming op ``fn``, the scalar and the integer tensors when an integer
+    scalar lies outside the integer ``dtype`` it takes (``uint8_ids + 300``): casting it to
+    ``dtype`` would raise NumPy's bare OverflowError for a Python int and wrap a NumPy
+    integer around silently, torch wraps; a scalar changed silently is refused."""
+    info = np.iinfo(dtype)
+    for x in scalars:
+        if isinstance(x, (int, np.integer)) and not info.min <= int(x) <= info.max:
+            tensors = ", ".join(f"shape {t.shape} dtype {t.dtype}" for t in tensors_in)
+            raise ValueError(
+                f"{fn.__name__}: the integer scalar {x!r} is outside the range of {dtype} "
+                f"(integers from {info.min} to {info.max}), the dtype it takes beside the "
+                f"tensor input(s) ({tensors}); it would wrap around, so it is refused: "
+                f"convert the tensor first (e.g. x.astype(np.int64) or x.float())"
+            )
+
+
+def _lift_inputs(fn: type, inputs: tuple) -> tuple:
+    """The inputs of op ``fn``, some of them scalars or host arrays, as Tensors, with torch's
     rule for a scalar beside tensors: the scalar takes the tensors' dtype when it is of the
     same category (bool < integer < float) or a lower one, so ``x32 * 2.5`` stays float32;
     when it is of a higher category the result is that category's default dtype: an integer
     or boolean tensor with a float scalar computes in ``DEFAULT_FLOAT`` (``ids * 0.5`` is
     float32, not NumPy's float64), a boolean tensor with an integer scalar in int64
-    (``mask * 2`` counts, it is not ``True``). A 0-d host array counts as a scalar (NumPy 2
-    would otherwise promote float32 with a float64 0-d array to float64)."""
+    (``mask * 2`` counts, it is not ``True``). Beside integer tensors of several dtypes an
+    integer scalar takes their promoted dtype (int8 with int64 gives int64), and one outside
+    that dtype's range is a ValueError (``uint8_ids + 300``), never wrapped around. A 0-d
+    host array counts as a scalar (NumPy 2 would otherwise promote float32 with a float64
+    0-d array to float64). :func:`_lift_scalars_beside_floats` is the fast path of the
+    all-float case."""
     tensors_in = [x for x in inputs if isinstance(x, Tensor)]
     scalars = [x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs]
     if not tensors_in:
         return tuple(x if isinstance(x, Tensor) else Tensor._wrap(_to_array(x, copy=False))
                      for x in scalars)
-    top = max(tensors_in, key=lambda t: _kind_rank(t.dtype))
-    top_rank = _kind_rank(top.dtype)
+    top_rank = max(_kind_rank(t.dtype) for t in tensors_in)
     scalar_rank = max((_kind_rank(np.result_type(x)) for x in scalars
                        if isinstance(x, (bool, int, float, np.generic))), default=-1)
     if scalar_rank == 2 and top_rank < 2:
@@ -882,9 +978,12 @@ def _lift_inputs(inputs: tuple) -> tuple:
     elif top_rank == 2:
         inputs = scalars
         scalar_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
-    else:
-        inputs, scalar_dtype = scalars, top.dtype
-    xp = get_array_module(top._data)
+    else:  # integer or boolean tensors only: their promoted dtype (bool beside int8 is int8)
+        inputs = scalars
+        scalar_dtype = np.result_type(*(t.dtype for t in tensors_in))
+    if scalar_dtype.kind in "iu":
+        _check_integer_scalars(fn, scalars, scalar_dtype, tensors_in)
+    xp = get_array_module(tensors_in[0]._data)
     return tuple(
         x if isinstance(x, Tensor)
         else Tensor._wrap(xp.asarray(x, scalar_dtype))
@@ -996,7 +1095,7 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     tensors = inputs
     for x in inputs:
         if not isinstance(x, Tensor):  # scalars and arrays become tensors
-            tensors = _lift_inputs(inputs)
+            tensors = _lift_scalars_beside_floats(inputs) or _lift_inputs(fn, inputs)
             break
     if tensors:
         # one array type means one device; only a mismatch pays for the full check

@@ -615,8 +615,12 @@ class CheckOptions:
     check_determinism : bool
         Run forward and backward with the first call's upstream gradient twice more (right
         after the zero-upstream call, and back to back) and require results equal to the
-        first call's (relative difference at most 1e-12 of the largest magnitude): catches
-        randomness and results that depend on earlier calls.
+        first call's (relative difference at most 1e-12 of the largest magnitude): the
+        forward outputs of all four calls, the zero-upstream one included, and the
+        gradients of the three with the same upstream gradient. Catches randomness and
+        results that depend on how many calls came before (in forward, every period from
+        2 to 4; what exactly is caught: ``_run_contract``). Turn it off for code that is
+        random on purpose.
     raise_exception : bool
         Raise :class:`CheckFailure` when a check fails (default), else return the report.
     """
@@ -965,20 +969,30 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return float(np.max(np.abs(a - b))) <= 1e-12 * scale
 
 
-def _compare_runs(first: _Run, second: _Run, labels: dict, calls: str) -> list:
-    """What differs between two runs with the same upstream gradients; ``calls`` names them
-    in the messages (``'calls 1 and 3'``)."""
+def _compare_runs(first: _Run, second: _Run, labels: dict, calls: str,
+                  same_upstream: bool = True) -> list:
+    """What differs between two runs on the same inputs; ``calls`` names them in the
+    messages (``'calls 1 and 3'``). The gradients are compared too when the runs had the same
+    upstream gradients (``same_upstream``); otherwise only the forward outputs are, and only
+    when the second run's forward completed (a forward that raised is reported as such)."""
     hint = ("randomness such as dropout (seed it, or call .eval()), or state kept from an "
             "earlier call")
-    if not second.completed:
+    if same_upstream and not second.completed:
         return [f"of the identical {calls}, the second did not complete"]
+    if FORWARD in second.problems:
+        return []
     if len(first.outputs) != len(second.outputs):
-        return [f"the number of outputs changed between the identical {calls}"]
+        return [f"the number of outputs changed between the forward {calls}, which have the "
+                f"same inputs"]
     problems = []
     for i, (a, b) in enumerate(zip(first.outputs, second.outputs)):
         if not _close(a, b):
-            problems.append(f"output {i} differs between the identical forward {calls} "
-                            f"({hint}?)")
+            what = "identical forward" if same_upstream else "forward"
+            problems.append(f"output {i} differs between the {what} {calls}"
+                            + ("" if same_upstream else ", which have the same inputs")
+                            + f" ({hint}?)")
+    if not same_upstream:
+        return problems
     for k, a in first.grads.items():
         b = second.grads.get(k)
         if b is None or not _close(a, b):
@@ -1002,10 +1016,22 @@ def _run_contract(report: CheckReport, runner: Callable[[Callable], _Run], label
                   opts: CheckOptions) -> _Run | None:
     """Forward/backward with a random upstream gradient (call 1), a zero one (call 2), then,
     for the determinism check, the random one twice more (calls 3 and 4), and record the
-    contract items. Calls 1 and 3 have another call between them, calls 3 and 4 none, so
-    a result that depends on how many calls came before (a counter, a cache, state left
-    by the previous call) differs in one of the two pairs, whatever its period. Returns
-    the first run, or None when it did not complete."""
+    contract items. Returns the first run, or None when it did not complete.
+
+    Every call runs forward on the same inputs, so the determinism check compares the
+    forward outputs of calls 2, 3 and 4 with those of call 1, and the gradients of calls 3
+    and 4 (the same upstream gradient) with those of call 1. What that catches of a result
+    that depends on how many calls came before it (a counter, a cache, state left by the
+    previous call):
+
+    * in forward: any such dependence that shows within calls 1 to 4, which is every
+      period from 2 to 4 (a period p repeats call 1's result first at call p + 1, so the
+      calls between differ from it somewhere); a longer period, or a change that starts
+      after call 4, is not seen;
+    * in backward alone: a change on call 3 or 4, so every period 2 and every change that
+      reaches call 3 or 4; a backward that differs only on call 2 (say on calls 2, 5, 8,
+      ...) is not seen, since the zero upstream gradient of call 2 gives zero whatever
+      backward's state (the gradient check may still catch it)."""
     rng = np.random.default_rng(opts.seed)
     first = runner(lambda shapes: [rng.standard_normal(s) for s in shapes])
     runs = [first]
@@ -1021,6 +1047,8 @@ def _run_contract(report: CheckReport, runner: Callable[[Callable], _Run], label
                               f"{labels.get(k, f'input {k}')}: gradient {what} for an "
                               f"all-zero upstream gradient (a VJP must be linear in grad_out)")
         if opts.check_determinism:
+            repeats.append(_compare_runs(first, zero, labels, "calls 1 and 2",
+                                         same_upstream=False))
 
             def same_upstream(shapes: list) -> list:
                 if [tuple(s) for s in shapes] != [g.shape for g in first.upstream]:
@@ -1031,7 +1059,7 @@ def _run_contract(report: CheckReport, runner: Callable[[Callable], _Run], label
             repeats.append(_compare_runs(first, third, labels, "calls 1 and 3"))
             if third.completed:
                 fourth = runner(same_upstream)
-                repeats.append(_compare_runs(third, fourth, labels, "calls 3 and 4"))
+                repeats.append(_compare_runs(first, fourth, labels, "calls 1 and 4"))
                 runs.append(fourth)
             runs.append(third)
     _record_runs(report, runs, _ORDER[:8], first.completed)

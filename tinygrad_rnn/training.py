@@ -34,15 +34,19 @@ __all__ = ["EarlyStopping", "TrainResult", "fit", "train_stream"]
 
 class EarlyStopping:
     """Stop when the validation loss has not improved by more than ``tol`` for
-    ``patience`` consecutive validations."""
+    ``patience`` consecutive validations. ``patience`` is an int >= 1 (Python or NumPy; a
+    bool or a float such as 2.5 is a TypeError), ``tol`` a finite real number >= 0 (a
+    TypeError when it is no number, a ValueError when it is negative, inf or nan)."""
 
     def __init__(self, patience: int = 3, tol: float = 0.0) -> None:
-        if patience < 1:
-            raise ValueError(f"EarlyStopping: patience must be >= 1, got {patience}")
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
-                or not 0.0 <= float(tol) < float("inf"):
+        _check_count("EarlyStopping", "patience", patience, 1)
+        if isinstance(tol, (bool, np.bool_)) or not isinstance(
+                tol, (int, float, np.integer, np.floating)):
+            raise TypeError(f"EarlyStopping: tol must be a real number, got "
+                            f"{type(tol).__name__} {tol!r}")
+        if not 0.0 <= float(tol) < float("inf"):
             raise ValueError(f"EarlyStopping: tol must be a finite number >= 0, got {tol!r}")
-        self.patience, self.tol = patience, float(tol)
+        self.patience, self.tol = int(patience), float(tol)
         self.best = float("inf")
         self.bad = 0
 

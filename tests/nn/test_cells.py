@@ -542,3 +542,24 @@ def test_non_float_dtype_is_refused_naming_the_cell(cls: type, dtype: Any):
     with pytest.raises(TypeError, match=f"{cls.__name__}: dtype must be a floating-point "
                        f"dtype, got {np.dtype(dtype)}"):
         cls(3, 4, dtype=dtype)
+
+
+@pytest.mark.parametrize("cls", [RNNCell, GRUCell, LSTMCell])
+@pytest.mark.parametrize("bias, shown", [("no", "'no' (str)"), (2, "2 (int)"),
+                                         (None, "None (NoneType)"), (0.0, "0.0 (float)")])
+def test_bias_switch_is_checked(cls: type, bias: Any, shown: str):
+    """Regression: bias was read by truthiness, so bias='no' gave a cell with biases."""
+    with pytest.raises(TypeError, match=re.escape(
+            f"{cls.__name__}: bias must be True or False, got {shown}")):
+        cls(3, 4, bias=bias)
+
+
+@pytest.mark.parametrize("cls", [RNNCell, GRUCell, LSTMCell])
+@pytest.mark.parametrize("on, off", [(1, 0), (np.int64(1), np.int8(0)),
+                                     (np.bool_(True), np.bool_(False))])
+def test_bias_switch_accepts_0_and_1(cls: type, on: Any, off: Any):
+    """torch code often passes bias=0/1; stored as a bool, it means what True/False mean."""
+    with_bias, without = cls(3, 4, bias=on), cls(3, 4, bias=off)
+    assert with_bias.bias is True and without.bias is False
+    assert with_bias.bias_ih is not None and without.bias_ih is None
+    assert "bias=False" in repr(without) and "bias" not in repr(with_bias).split("(", 1)[1]

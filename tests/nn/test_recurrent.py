@@ -818,14 +818,57 @@ def test_checkpoint_round_trip_is_bit_identical(tmp_path: Any, dtype: Any, engin
     ("coupled", 1.0, "coupled must be True or False, got 1.0"),
     ("peephole", "no", "peephole must be True or False, got 'no'"),
     ("peephole", np.int64(2), r"peephole must be True or False, got np.int64\(2\)"),
-    ("forget_bias", float("nan"), "forget_bias must be a finite number"),
-    ("forget_bias", "1", "forget_bias must be a finite number"),
+    ("forget_bias", "1", r"forget_bias must be a real number, got '1' \(str\)"),
+    ("forget_bias", True, r"forget_bias must be a real number, got True \(bool\)"),
 ])
 def test_lstm_variant_flags_are_checked(make, name, value, error):
     """coupled='no' is truthy: without the check it would silently pick the variant."""
     with pytest.raises(TypeError, match=error):
         make(**{name: value})
     assert make(coupled=np.bool_(True), forget_bias=np.float32(1.0)).coupled is True
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: tr.nn.LSTM(2, 3, **kw), lambda **kw: tr.nn.LSTMCell(2, 3, **kw)],
+    ids=["LSTM", "LSTMCell"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -np.inf, np.float32("nan"),
+                                   10 ** 400])
+def test_a_non_finite_forget_bias_is_a_value_error(make, value):
+    """Regression: inf and nan were a TypeError; they are numbers with a bad value."""
+    with pytest.raises(ValueError, match=re.escape(
+            f"forget_bias must be a finite number, got {value!r}")):
+        make(forget_bias=value)
+
+
+@pytest.mark.parametrize("cls", [RNN, GRU, LSTM])
+@pytest.mark.parametrize("name", ["bidirectional", "batch_first", "bias"])
+@pytest.mark.parametrize("value, shown", [("no", "'no' (str)"), (2, "2 (int)"),
+                                          (None, "None (NoneType)"), (1.0, "1.0 (float)"),
+                                          (np.int64(-1), "np.int64(-1) (int64)")])
+def test_layer_switches_are_checked(cls, name, value, shown):
+    """Regression: they were read by truthiness, so bidirectional='no' built two
+    directions."""
+    with pytest.raises(TypeError, match=re.escape(
+            f"{cls.__name__}: {name} must be True or False, got {shown}")):
+        cls(2, 3, **{name: value})
+
+
+@pytest.mark.parametrize("cls", [RNN, GRU, LSTM])
+@pytest.mark.parametrize("one, zero", [(1, 0), (np.int64(1), np.int32(0)),
+                                       (np.bool_(True), np.bool_(False))])
+def test_layer_switches_accept_0_and_1(cls, one, zero):
+    """torch code often passes 0/1; they mean False/True and are stored as bools."""
+    on = cls(2, 3, bidirectional=one, batch_first=one, bias=one, generator=0)
+    off = cls(2, 3, bidirectional=zero, batch_first=zero, bias=zero, generator=0)
+    assert (on.bidirectional, on.batch_first, on.bias) == (True, True, True)
+    assert all(type(v) is bool for v in (on.bidirectional, on.batch_first, on.bias,
+                                         off.bidirectional, off.batch_first, off.bias))
+    assert on.num_directions == 2 and off.num_directions == 1
+    assert "bias_ih_l0_reverse" in dict(on.named_parameters())
+    assert not any("bias" in k or "reverse" in k for k, _ in off.named_parameters())
+    ref = cls(2, 3, bidirectional=True, batch_first=True, bias=True, generator=0)
+    x = tr.tensor(np.random.default_rng(0).standard_normal((4, 5, 2)).astype(np.float32))
+    np.testing.assert_array_equal(on(x)[0].numpy(), ref(x)[0].numpy())
 
 
 @pytest.mark.parametrize("make", [

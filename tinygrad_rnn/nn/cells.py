@@ -135,6 +135,7 @@ class _CellBase(Module):
         input_size = _size(input_size, "input_size", name)
         hidden_size = _size(hidden_size, "hidden_size", name)
         dtype = _float_dtype(dtype, name)
+        bias = _flag(bias, "bias", name)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         rng = get_generator(generator)
         k = 1.0 / math.sqrt(hidden_size)

@@ -81,11 +81,20 @@ def _flag(value: Any, name: str, owner: str) -> bool:
 
 
 def _finite(value: Any, name: str, owner: str) -> float:
-    """``value`` as a finite Python float (an int or float, never a bool or a string)."""
+    """``value`` as a finite Python float: a TypeError naming ``owner`` and ``name`` unless it
+    is a real number (a Python or NumPy int or float; a bool or a string is none), a
+    ValueError when it is inf or nan."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
-        raise TypeError(f"{owner}: {name} must be a finite number, got {value!r}")
-    return float(value)
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{owner}: {name} must be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the largest float
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"{owner}: {name} must be a finite number, got {value!r}")
+    return number
 
 
 def _table_data(table: Any) -> Any:

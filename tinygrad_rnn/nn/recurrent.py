@@ -239,6 +239,10 @@ class RNNBase(Module):
         hidden_size = _size(hidden_size, "hidden_size", name)
         num_layers = _size(num_layers, "num_layers", name)
         dtype = _float_dtype(dtype, name)
+        # read by truthiness, bidirectional='no' would build two directions
+        bias = _flag(bias, "bias", name)
+        batch_first = _flag(batch_first, "batch_first", name)
+        bidirectional = _flag(bidirectional, "bidirectional", name)
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
         if engine not in ("fused", "autograd"):

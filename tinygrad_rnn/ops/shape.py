@@ -41,31 +41,33 @@ class Transpose(Function):
 
     There must be ndim axes, together a permutation (ValueError), each in [-ndim, ndim)
     (IndexError naming the axis as given): an axis is never wrapped with ``%``, which would
-    make ``transpose(0, 5)`` of a 2-D tensor a silent identity."""
+    make ``transpose(0, 5)`` of a 2-D tensor a silent identity. ``op`` is the public name
+    the errors give (``permute`` calls this op too)."""
 
     @staticmethod
-    def forward(ctx: Context, x: Any, axes: tuple | None = None) -> Any:
+    def forward(ctx: Context, x: Any, axes: tuple | None = None,
+                op: str = "transpose") -> Any:
         if axes is None:
             axes = tuple(reversed(range(x.ndim)))
         given = tuple(axes)
         if len(given) != x.ndim:
             raise ValueError(
-                f"transpose: axes {given} are not a permutation of the {x.ndim} dimensions "
+                f"{op}: axes {given} are not a permutation of the {x.ndim} dimensions "
                 f"of a tensor of shape {x.shape} (give {x.ndim} axes)"
             )
         for a in given:
             if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-                raise TypeError(f"transpose: axes must be integers, got {given!r}")
+                raise TypeError(f"{op}: axes must be integers, got {given!r}")
             if not -x.ndim <= a < x.ndim:
                 raise IndexError(
-                    f"transpose: axis {a} in {given} is out of range for a tensor of shape "
+                    f"{op}: axis {a} in {given} is out of range for a tensor of shape "
                     f"{x.shape}" + (f" (valid: {-x.ndim} to {x.ndim - 1})" if x.ndim
                                     else " (a 0-d tensor has no axes)")
                 )
         axes = tuple(int(a) % x.ndim for a in given)
         if sorted(axes) != list(range(x.ndim)):
             raise ValueError(
-                f"transpose: axes {given} are not a permutation of the {x.ndim} dimensions "
+                f"{op}: axes {given} are not a permutation of the {x.ndim} dimensions "
                 f"of a tensor of shape {x.shape}"
             )
         ctx.inverse = tuple(sorted(range(len(axes)), key=lambda i: axes[i]))
