@@ -4,6 +4,8 @@ sugar, NumPy-named methods, the top-level split/stack/cat/where, and repr."""
 from __future__ import annotations
 
 import operator
+import re
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -37,6 +39,40 @@ def test_dtype_policy_on_construction(data: Any, dtype: type) -> None:
     assert x.dtype == dtype
     np.testing.assert_array_equal(x.numpy(), np.asarray(data))
     assert not x.requires_grad and x.grad is None and x.is_leaf
+
+
+@pytest.mark.parametrize("data, dtype", [
+    ([np.float64(1), np.float64(2)], np.float64),
+    ([np.zeros(2)], np.float64),
+    ([1.0, np.float64(2)], np.float64),
+    ((1.5, np.float64(2)), np.float64),
+    ([[1.0], [np.float64(2)]], np.float64),
+    ([np.zeros(2, np.float32), np.zeros(2)], np.float64),
+    ([tr.tensor(np.zeros(2))], np.float64),
+    ([np.float32(1), 2.0], np.float32),
+    ([np.float32(1), 2], np.float32),
+    ([np.int64(1), np.float32(2)], np.float32),
+    ([np.float16(1), 2.5], np.float32),
+    ([np.int32(1), 2.5], np.float32),
+    ([tr.tensor([1.0, 2.0])], np.float32),
+    ([np.float16(1), np.float16(2)], np.float16),
+    ([np.int64(3), 4], np.int64),
+    ([[1.0, 2.0], [3.0, 4.0]], np.float32),
+])
+def test_lists_follow_torch_python_numbers_float32_numpy_float64_kept(data: Any,
+                                                                      dtype: type) -> None:
+    """A list of Python floats is float32, but NumPy float64 inside a list (scalars, arrays,
+    float64 tensors) stays float64, as in torch; float64 made only by NumPy's promotion of
+    narrower entries (float32 with an int, float16 with a Python float) is float32, as in
+    torch. Before, every float64 list result became float32."""
+    x = tr.tensor(data)
+    assert x.dtype == dtype
+    np.testing.assert_array_equal(x.numpy(), np.asarray(data, dtype=np.float64))
+    torch = pytest.importorskip("torch")
+    as_torch = [t.numpy() if isinstance(t, tr.Tensor) else t for t in data]
+    with warnings.catch_warnings():  # torch warns that a list of arrays is slow
+        warnings.simplefilter("ignore", UserWarning)
+        assert str(torch.tensor(as_torch).dtype) == f"torch.{np.dtype(dtype)}"
 
 
 def test_dtype_argument_converts_and_data_is_copied() -> None:
@@ -479,6 +515,35 @@ def test_numpy_item_tolist() -> None:
     one = tr.Tensor(np.array([[4.25]]))
     assert one.item() == 4.25 and isinstance(one.item(), float)
     assert isinstance(tr.Tensor(3).item(), int)
+
+
+@pytest.mark.parametrize("device", ["cpu", "standin"])
+def test_float_and_int_of_a_one_element_tensor(device: str) -> None:
+    """float(t) and int(t), documented as explicit host reads, did not exist (TypeError
+    "float() argument must be ... not 'Tensor'"). They read the one element as item() does,
+    on any device; int() truncates toward zero, as Python's int(2.7) and torch's int(t)."""
+    assert float(tr.tensor([[2.5]], device=device)) == 2.5
+    assert isinstance(float(tr.tensor(3, device=device)), float)
+    assert float(tr.tensor(True, device=device)) == 1.0
+    assert int(tr.tensor(np.float64(-2.7), device=device)) == -2
+    assert int(tr.tensor([7], device=device)) == 7
+    assert isinstance(int(tr.tensor([7.0], device=device)), int)
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        int(tr.tensor(np.nan, device=device))
+
+
+@pytest.mark.parametrize("convert, name", [(float, "float()"), (int, "int()"),
+                                           (lambda t: t.item(), "item()")])
+@pytest.mark.parametrize("shape", [(2,), (0,), (1, 3)])
+def test_python_scalar_of_a_tensor_of_several_elements_is_a_clear_error(convert: Callable,
+                                                                        name: str,
+                                                                        shape: tuple) -> None:
+    x = tr.zeros(*shape)
+    n = int(np.prod(shape))
+    with pytest.raises(ValueError, match=re.escape(
+            f"{name}: only one-element tensors can be converted to Python scalars; got a "
+            f"tensor of shape {shape} with {n} elements")):
+        convert(x)
 
 
 def test_detach_shares_data_and_drops_graph() -> None:

@@ -54,9 +54,36 @@ class RemovableHandle:
             self._hooks.remove(self._hook)
 
 
+_PYTHON_NUMBERS = frozenset((float, int, bool))
+
+
+def _holds_float64_data(data: Any) -> bool:
+    """Whether ``data`` (nested lists and tuples) holds a float64 value that is not a Python
+    number: a NumPy float64 scalar or array, or a float64 tensor. Walked with a stack, not
+    recursion; a list of Python numbers only is passed over with one type test per entry
+    done in C (``np.float64`` subclasses Python's ``float``, hence exact types)."""
+    stack = [data] if isinstance(data, (list, tuple)) else []
+    while stack:
+        seq = stack.pop()
+        if set(map(type, seq)) <= _PYTHON_NUMBERS:
+            continue
+        for item in seq:
+            if isinstance(item, (list, tuple)):
+                stack.append(item)
+            elif (type(item) not in _PYTHON_NUMBERS
+                  and getattr(item, "dtype", None) == np.float64):
+                return True
+    return False
+
+
 def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = None) -> Any:
     """Array from user data under the dtype policy (see :mod:`tinygrad_rnn.backend`), on
-    ``device`` (default: where the data already is; Python data goes to the CPU)."""
+    ``device`` (default: where the data already is; Python data goes to the CPU).
+
+    Python data follows torch's rule. NumPy reads Python floats as float64, but they become
+    ``DEFAULT_FLOAT`` (float32), as does float64 that only NumPy's promotion made (an int64
+    and a float32 entry); float64 that the data holds itself (NumPy float64 scalars or
+    arrays, float64 tensors inside the list) stays float64."""
     if isinstance(data, Tensor):
         data = data.data
     xp = get_array_module(data)
@@ -66,7 +93,7 @@ def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = Non
         arr = xp.array(data, copy=copy)
     else:
         arr = np.asarray(data)
-        if arr.dtype == np.float64:  # Python floats (and lists of them) become float32
+        if arr.dtype == np.float64 and not _holds_float64_data(data):
             arr = arr.astype(DEFAULT_FLOAT)
         elif arr.dtype.kind == "U" or arr.dtype == object:
             raise TypeError(f"Tensor: cannot make a tensor from data of dtype {arr.dtype}")
@@ -82,7 +109,11 @@ class Tensor:
     ----------
     data : array-like
         Python numbers and lists become ``float32`` (floats) or ``int64`` (ints); NumPy
-        arrays keep their dtype (float64 stays float64). The data is copied.
+        arrays keep their dtype (float64 stays float64). A list follows the same rule, as in
+        torch: one of Python numbers only is float32 (or int64), one that holds NumPy float64
+        scalars or arrays (or float64 tensors) is float64 (``tensor([np.float64(1), 2.0])``,
+        ``tensor([np.zeros(2)])``), otherwise NumPy's dtype of the entries with float64
+        turned into float32 (``tensor([np.float32(1), 2])`` is float32). The data is copied.
     requires_grad : bool
         Record operations on this tensor so ``backward()`` can compute ``.grad``. Only
         floating-point tensors can require a gradient.
@@ -272,9 +303,32 @@ class Tensor:
         return self.to("cuda")
 
     def item(self) -> Any:
-        """The value of a one-element tensor as a Python number."""
+        """The value of a one-element tensor as a Python number (float, int or bool, by the
+        dtype); from a device, an explicit copy to the host. A ValueError for any other
+        number of elements."""
+        return self._python_scalar("item()")
+
+    def __float__(self) -> float:
+        """``float(t)``: the value of a one-element tensor as a Python float, as ``item()``
+        (an explicit host read on a device)."""
+        return float(self._python_scalar("float()"))
+
+    def __int__(self) -> int:
+        """``int(t)``: the value of a one-element tensor as a Python int, as ``item()`` (an
+        explicit host read on a device). A float is truncated toward zero, as Python's
+        ``int(2.7)`` and torch's ``int(t)`` do; NaN and inf raise Python's ValueError and
+        OverflowError."""
+        return int(self._python_scalar("int()"))
+
+    def _python_scalar(self, caller: str) -> Any:
+        """The one element as a Python number; a ValueError naming ``caller`` and the shape
+        when the tensor does not have exactly one element (torch's rule: only one-element
+        tensors can be converted to Python scalars)."""
         if self.size != 1:
-            raise ValueError(f"item(): tensor of shape {self.shape} has {self.size} elements")
+            raise ValueError(
+                f"{caller}: only one-element tensors can be converted to Python scalars; got "
+                f"a tensor of shape {self.shape} with {self.size} elements"
+            )
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:

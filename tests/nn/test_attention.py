@@ -11,8 +11,9 @@
   explicit lower-triangular mask; the future never reaches the past;
 * values: every score against a hand NumPy reference, the single-query (decoder) form against
   a sequence of one query;
-* contract: float32 stays float32 and matches float64; inputs are never mutated; errors name
-  the shapes involved;
+* contract: float32 stays float32 and matches float64; an input of another dtype than the
+  parameters (or, without parameters, than the query) is refused; inputs are never mutated;
+  errors name the shapes involved;
 * the docstring examples and docs/attention.md: the examples and the page's code block run,
   and the page's references name existing code and tests.
 """
@@ -408,6 +409,40 @@ def test_float32_stays_float32_and_matches_float64(score: str) -> None:
         np.testing.assert_allclose(a32, a64, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("score", ["bilinear", "additive"])
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_attention_refuses_inputs_of_another_dtype_than_its_parameters(score: str,
+                                                                        position: int) -> None:
+    """A float64 query, keys or values for a float32 layer used to give float64 results
+    silently; torch and the recurrent layers refuse."""
+    att = make_attention(score, 3, 2, dtype=np.float32)
+    xs = [tr.Tensor(a) for a in inputs(2, 3, 4, 3, 2, 2, seed=0, dtype=np.float32)]
+    xs[position] = xs[position].to(np.float64)
+    name = ("query", "keys", "values")[position]
+    message = (f"Attention: {name} dtype float64 does not match the parameters' dtype "
+               f"float32 (convert the input with {name}.to(np.float32), or the module with "
+               f"model.to(np.float64))")
+    with pytest.raises(TypeError, match=re.escape(message)):
+        att(*xs)
+    xs[position] = xs[position].to(np.float32)
+    assert att(*xs)[0].dtype == np.float32
+
+
+@pytest.mark.parametrize("score", ["dot", "scaled_dot"])
+def test_attention_without_parameters_refuses_mixed_input_dtypes(score: str) -> None:
+    att = make_attention(score, 3, 3)
+    q, k, v = (tr.Tensor(a) for a in inputs(2, 3, 4, 3, 3, 2, seed=0, dtype=np.float32))
+    with pytest.raises(TypeError, match=re.escape(
+            "Attention: keys dtype float64 does not match the query's dtype float32")):
+        att(q, k.to(np.float64), v)
+    with pytest.raises(TypeError, match=re.escape(
+            "Attention: values dtype float64 does not match the query's dtype float32")):
+        att(q, k, v.to(np.float64))
+    # one dtype throughout is fine, whichever it is
+    assert att(q, k, v)[0].dtype == np.float32
+    assert att(*(x.to(np.float64) for x in (q, k, v)))[0].dtype == np.float64
+
+
 def test_inputs_are_not_mutated_and_grads_have_input_shapes() -> None:
     att = make_attention("additive", 3, 2)
     q, k, v = inputs(2, 3, 4, 3, 2, 2, seed=12)
@@ -676,6 +711,38 @@ def test_multihead_errors_name_the_shapes() -> None:
         mha(q, k, v, key_padding_mask=np.zeros((2, 4), dtype=bool))
 
 
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_multihead_refuses_inputs_of_another_dtype_than_its_parameters(position: int) -> None:
+    mha = nn.MultiheadAttention(4, 2, generator=0)                       # float32
+    rng = np.random.default_rng(0)
+    xs = [tr.Tensor(rng.standard_normal((3, 2, 4)).astype(np.float32)) for _ in range(3)]
+    xs[position] = xs[position].to(np.float64)
+    name = ("query", "key", "value")[position]
+    with pytest.raises(TypeError, match=re.escape(
+            f"MultiheadAttention: {name} dtype float64 does not match the parameters' dtype "
+            f"float32 (convert the input with {name}.to(np.float32), or the module with "
+            f"model.to(np.float64))")):
+        mha(*xs)
+    # the case that used to mix silently: self-attention on one float64 tensor
+    x64 = tr.Tensor(rng.standard_normal((5, 3, 4)))
+    with pytest.raises(TypeError, match="MultiheadAttention: query dtype float64"):
+        mha(x64, x64, x64)
+    assert mha(x64.to(np.float32), x64.to(np.float32), x64.to(np.float32))[0].dtype == \
+        np.float32
+
+
+def test_causal_self_attention_refuses_an_input_of_another_dtype() -> None:
+    layer = nn.CausalSelfAttention(4, 2, generator=0)                    # float32
+    x = tr.Tensor(np.random.default_rng(0).standard_normal((2, 5, 4)))   # float64
+    with pytest.raises(TypeError, match=re.escape(
+            "CausalSelfAttention: x dtype float64 does not match the parameters' dtype "
+            "float32 (convert the input with x.to(np.float32), or the module with "
+            "model.to(np.float64))")):
+        layer(x)
+    assert layer(x.to(np.float32)).dtype == np.float32
+    assert layer.to(np.float64)(x).dtype == np.float64
+
+
 @pytest.mark.parametrize("bad", [(1, 5), (5, 1), (4,), (6,), ()])
 def test_multihead_unbatched_key_padding_mask_names_the_given_shape(bad: tuple) -> None:
     """The message used to name the mask after the batch axis was added ("shape (1, 1, 5)
@@ -709,7 +776,7 @@ def test_integer_attn_mask_error_names_the_layer_and_the_shape(dtype: Any) -> No
     mha = nn.MultiheadAttention(4, 2, dtype=np.float64, generator=0)
     q, k = tr.Tensor(np.zeros((3, 4))), tr.Tensor(np.zeros((5, 4)))
     with pytest.raises(TypeError, match=re.escape(
-            f"MultiheadAttention: attn_mask of shape (3, 5) must be boolean") + ".*"
+            "MultiheadAttention: attn_mask of shape (3, 5) must be boolean") + ".*"
             + f"got dtype {np.dtype(dtype)}"):
         mha(q, k, k, attn_mask=np.zeros((3, 5), dtype=dtype))
     att = nn.Attention("dot", 4, 4, dtype=np.float64)

@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import get_array_module
+from ..ops.base import pairwise_sum
 from ._common import (
     Array, StepMask, backward_order, bias_grads, check_cache, check_flag, check_grad_arg,
     check_lengths, check_recurrent_args, combined_bias, forward_order, make_mask,
@@ -152,7 +153,7 @@ def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
     dx_t = da_t @ cache.weight_ih                                     # (E6)
     dweight_ih = da_t.T @ cache.x_t                                   # (E7)
     dweight_hh = da_t.T @ cache.h_prev                                # (E7)
-    db = da_t.sum(axis=0)
+    db = pairwise_sum(da_t, (0,))                                   # (E7)
     dbias_ih = db if cache.has_bias_ih else None
     dbias_hh = db.copy() if cache.has_bias_hh else None
     return RNNStepGrads(dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh)
@@ -367,7 +368,7 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     dweight_ih = xp.matmul(da2.T, x.reshape(T * N, D))                              # (E7)
     dweight_hh = xp.matmul(da2.T, slots.prev_all(states, T).reshape(T * N, H))      # (E7)
     dx = xp.matmul(da2, cache.weight_ih).reshape(T, N, D) if input_grad else None   # (E6)
-    db = da2.sum(axis=0)
+    db = pairwise_sum(da2, (0,))  # (E7) over T*N rows: float32 error not growing with T*N
     dbias_ih, dbias_hh = bias_grads(db, cache.has_bias_ih, cache.has_bias_hh)
     return RNNGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)
 

@@ -61,6 +61,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import get_array_module
+from ..ops.base import pairwise_sum
 from ._common import (
     Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
     check_grad_arg, check_lengths, check_recurrent_args, forward_order, make_mask,
@@ -189,7 +190,7 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
         da_h = xp.concatenate([da_r, da_z, dhn], axis=1)     # (N, 3H) rows of W_hh
         dh_prev = dh_t * c.z_t + da_h @ c.weight_hh                          # (G9)
         dweight_hh = da_h.T @ c.h_prev                                       # (G11)
-        db_hh = da_h.sum(axis=0)
+        db_hh = pairwise_sum(da_h, (0,))
     else:
         drh = da_n @ W_hn                                                    # (G8')
         da_r = drh * c.h_prev * c.r_t * (1 - c.r_t)                          # (G8')
@@ -200,7 +201,7 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
     da_x = xp.concatenate([da_r, da_z, da_n], axis=1)        # (N, 3H) rows of W_ih
     dx_t = da_x @ c.weight_ih                                                # (G10)
     dweight_ih = da_x.T @ c.x_t                                              # (G11)
-    db_ih = da_x.sum(axis=0)
+    db_ih = pairwise_sum(da_x, (0,))
     dbias_ih, dbias_hh = bias_grads(db_ih, c.has_bias_ih, c.has_bias_hh, db_hh)
     return GRUStepGrads(dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh)
 
@@ -509,7 +510,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         da_x[:, :, :2 * H] = da_h[:, :, :2 * H]           # r, z rows are shared
         da_h2 = da_h.reshape(T * N, 3 * H)
         dweight_hh = xp.matmul(da_h2.T, h_prev2)                                    # (G11)
-        db_hh = da_h2.sum(axis=0)
+        db_hh = pairwise_sum(da_h2, (0,))  # over T*N rows: float32 error not growing with T*N
     else:
         da_x2 = da_x.reshape(T * N, 3 * H)
         dweight_hh = xp.empty((3 * H, H), dtype=dtype)
@@ -521,6 +522,6 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     dweight_ih = xp.matmul(da_x2.T, x2)                                             # (G11)
     dx = (xp.matmul(da_x2, cache.weight_ih).reshape(T, N, D)                        # (G10)
           if input_grad else None)
-    db_ih = da_x2.sum(axis=0)
+    db_ih = pairwise_sum(da_x2, (0,))
     dbias_ih, dbias_hh = bias_grads(db_ih, cache.has_bias_ih, cache.has_bias_hh, db_hh)
     return GRUGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)

@@ -57,6 +57,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import get_array_module
+from ..ops.base import pairwise_sum
 from ._common import (
     Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
     check_grad_arg, check_lengths, check_recurrent_args, combined_bias, forward_order,
@@ -226,7 +227,7 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     dx_t = da @ c.weight_ih                                                  # (L13)
     dweight_ih = da.T @ c.x_t                                                # (L13)
     dweight_hh = da.T @ c.h_prev                                             # (L13)
-    dbias_ih, dbias_hh = bias_grads(da.sum(axis=0), c.has_bias_ih, c.has_bias_hh)
+    dbias_ih, dbias_hh = bias_grads(pairwise_sum(da, (0,)), c.has_bias_ih, c.has_bias_hh)
     return LSTMStepGrads(dx_t, dh_prev, dc_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh,
                          dweight_ch)
 
@@ -597,7 +598,7 @@ def lstm_backward(
     h_prev2 = slots.prev_all(c.h_states, T).reshape(T * N, H)
     dweight_hh = _o_last(xp.matmul(da2.T, h_prev2), H, xp)                           # (L13)
     dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D) if input_grad else None       # (L13)
-    db = _o_last(da2.sum(axis=0), H, xp)
+    db = _o_last(pairwise_sum(da2, (0,)), H, xp)  # float32 error not growing with T*N
     dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
     dweight_ch = None
     if peep is not None:

@@ -43,7 +43,7 @@ from ..backend import (
 from ..random import get_generator
 from ..tensor import Tensor, cat, split
 from . import init
-from .layers import Linear, _dtype_note, _float_dtype, _size
+from .layers import Linear, _dtype_note, _float_dtype, _size, check_input_dtype
 from .module import Module, Parameter
 
 __all__ = [
@@ -334,7 +334,9 @@ class Attention(Module):
     ------
     forward(query (N, Tq, Dq), keys (N, Tk, Dk), values (N, Tk, Dv)) -> (context (N, Tq, Dv),
     weights (N, Tq, Tk)). A single query (N, Dq) gives context (N, Dv) and weights (N, Tk)
-    (one decoder step).
+    (one decoder step). query, keys and values share one dtype, the parameters' for
+    ``'bilinear'`` and ``'additive'``: anything else is a TypeError (as in torch), not a
+    silent float64 result from a float32 model.
 
     Masks (see the module docstring): ``key_padding_mask`` (N, Tk), **True = padding**;
     ``attn_mask`` (Tq, Tk) or (N, Tq, Tk), boolean, **True = not allowed**; ``causal=True``
@@ -401,6 +403,22 @@ class Attention(Module):
             return bilinear_scores(query, keys, self.weight)
         return additive_scores(query, keys, self.query_proj, self.key_proj, self.v)
 
+    def _check_dtypes(self, query: Tensor, keys: Tensor, values: Tensor) -> None:
+        """query, keys and values in the parameters' dtype ('bilinear', 'additive'), or in
+        one dtype ('dot', 'scaled_dot', which have none); a TypeError otherwise, where NumPy
+        would silently compute a float32 model's float64 input in float64."""
+        first = next(iter(self.parameters()), None)
+        if first is not None:
+            for name, x in (("query", query), ("keys", keys), ("values", values)):
+                check_input_dtype("Attention", name, x, first.dtype)
+            return
+        for name, x in (("keys", keys), ("values", values)):
+            if x.dtype != query.dtype:
+                raise TypeError(
+                    f"Attention: {name} dtype {x.dtype} does not match the query's dtype "
+                    f"{query.dtype} (convert one of them, e.g. {name}.to(np.{query.dtype}))"
+                )
+
     def _check_shapes(self, query: Tensor, keys: Tensor, values: Tensor) -> None:
         shapes = (f"query of shape {query.shape}, keys of shape {keys.shape} and values of "
                   f"shape {values.shape}")
@@ -463,6 +481,7 @@ class Attention(Module):
         query = _check_float("Attention", "query", query)
         keys = _check_float("Attention", "keys", keys)
         values = _check_float("Attention", "values", values)
+        self._check_dtypes(query, keys, values)
         self._check_shapes(query, keys, values)
         # masks given on the host are copied to the inputs' device once, here
         xp = get_array_module(query.data)
@@ -570,7 +589,8 @@ class MultiheadAttention(Module):
     causal mask (combined with ``attn_mask`` when both are given; torch takes ``is_causal``
     only as a hint that ``attn_mask`` is causal and requires it). A fully masked row gives
     zero weights and zero gradient (torch gives NaN); its output is ``out_proj.bias``. The
-    returned weights are those after dropout, as torch's.
+    returned weights are those after dropout, as torch's. query, key and value must have the
+    parameters' dtype (a TypeError naming the input otherwise, as in torch).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -729,6 +749,8 @@ class MultiheadAttention(Module):
         query = _check_float(who, "query", query)
         key = _check_float(who, "key", key)
         value = _check_float(who, "value", value)
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            check_input_dtype(who, name, x, self.out_proj.weight.dtype)
         batched = self._check_inputs(query, key, value)
         # masks given on the host are copied to the inputs' device once, here
         xp = get_array_module(query.data)
@@ -818,7 +840,7 @@ class CausalSelfAttention(Module):
     Shapes
     ------
     x (N, T, E) -> output (N, T, E); with ``need_weights=True`` also the weights (N, T, T)
-    (averaged over heads) or (N, h, T, T).
+    (averaged over heads) or (N, h, T, T). x must have the parameters' dtype.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -831,6 +853,7 @@ class CausalSelfAttention(Module):
                 average_attn_weights: bool = True) -> Any:
         """Returns the output (N, T, E), or (output, weights) when ``need_weights``."""
         x = _check_float("CausalSelfAttention", "x", x)
+        check_input_dtype("CausalSelfAttention", "x", x, self.attn.out_proj.weight.dtype)
         if x.ndim != 3:
             raise ValueError(
                 f"CausalSelfAttention: expected x of shape (N, T, E), got shape {x.shape}"

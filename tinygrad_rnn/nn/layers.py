@@ -105,6 +105,26 @@ def _table_data(table: Any) -> Any:
     return table if get_array_module(table) is not np else np.asarray(table)
 
 
+def check_input_dtype(owner: str, name: str, x: Any, dtype: np.dtype) -> None:
+    """Refuse an input ``x`` whose dtype is not the parameters' ``dtype``, with a TypeError
+    naming ``owner``, the input ``name``, both dtypes and the fix.
+
+    NumPy would compute a float64 input with float32 parameters silently in float64 (and a
+    float16 or integer one in float32), so the output, every gradient upstream of it and
+    the time taken would depend on how the data happened to be made
+    (``tr.tensor(np.random.randn(5, 4))`` is float64). torch refuses such inputs, and so do
+    the recurrent layers and cells here. An input without a dtype (a list) is left to the
+    op, which raises its own error."""
+    got = getattr(x, "dtype", None)
+    if got is None or got == dtype:
+        return
+    fix = f"convert the input with {name}.to(np.{dtype})"
+    if is_float_dtype(got):
+        fix += f", or the module with model.to(np.{got})"
+    raise TypeError(f"{owner}: {name} dtype {got} does not match the parameters' dtype "
+                    f"{dtype} ({fix})")
+
+
 def _dtype_note(dtype: np.dtype) -> str:
     """``', dtype=float64'`` for a non-default dtype, for ``extra_repr``."""
     return "" if dtype == np.dtype(DEFAULT_FLOAT) else f", dtype={dtype}"
@@ -139,7 +159,8 @@ class Linear(Module):
 
     Shapes
     ------
-    x (*, in_features) -> y (*, out_features).
+    x (*, in_features) -> y (*, out_features). x must have the parameters' dtype (a float64
+    input to a float32 layer is a TypeError, as in torch, not a silent float64 result).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
@@ -160,6 +181,7 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        check_input_dtype("Linear", "input", x, self.weight.dtype)
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:

@@ -1,5 +1,6 @@
-"""The base of every differentiable primitive: :class:`Function`, its :class:`Context`, and the
-one central :func:`sum_to_shape`.
+"""The base of every differentiable primitive: :class:`Function`, its :class:`Context`, the
+one central :func:`sum_to_shape`, and :func:`pairwise_sum`, the float32-accurate sum it and
+the reductions use.
 
 An op is a subclass of :class:`Function` with two static methods on raw backend arrays::
 
@@ -26,7 +27,10 @@ itself differentiable.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from ..backend import get_array_module
 
@@ -123,6 +127,70 @@ def sum_to_shape(grad: Any, shape: tuple) -> Any:
             raise ValueError(
                 f"sum_to_shape: gradient of shape {grad.shape} cannot be reduced to {shape}"
             )
-    xp = get_array_module(grad)
-    out = xp.sum(grad, axis=tuple(axes), keepdims=True) if axes else grad
+    out = pairwise_sum(grad, tuple(axes), keepdims=True) if axes else grad
     return out.reshape(shape)
+
+
+#: Along an axis of at most this many entries, :func:`pairwise_sum` lets the array module add
+#: the entries one after another; a longer axis is first halved down to this length.
+PAIRWISE_BLOCK = 32
+
+
+def _fast(a: Any, ax: int) -> bool:
+    """Whether ``ax`` is the fast axis in memory of ``a`` (unit stride), which NumPy sums
+    pairwise by itself."""
+    return a.strides[ax] == a.itemsize
+
+
+def _along(ax: int, start: int, stop: int) -> tuple:
+    """The index ``[:, ..., :, start:stop]`` that slices axis ``ax`` and keeps the others."""
+    return (slice(None),) * ax + (slice(start, stop),)
+
+
+def pairwise_sum(a: Any, axes: tuple, keepdims: bool = False) -> Any:
+    """Sum of ``a`` over ``axes`` (a tuple of non-negative ints), with a float32 or float16
+    rounding error that does not grow with the number of terms.
+
+    Why: NumPy adds pairwise only along the fast axis in memory (the last axis of a
+    C-contiguous array). Over any other axis, such as the batch axis of a bias gradient
+    ``(N, H) -> (H,)``, it adds one row after another, so a float32 sum of n rows is off by
+    up to about n * 2**-24 of the sum of magnitudes: 1e-5 relative at n = 200,000, 30 to
+    600 times torch's error.
+
+    How: while a reduced axis that is not the fast one has more than ``PAIRWISE_BLOCK``
+    entries, its first half is added to its second half elementwise (an odd last entry joins
+    the first partial sum), which halves its length; the last at most ``PAIRWISE_BLOCK``
+    partial sums are added by ``xp.sum``, one axis at a time. Each term then takes part in
+    at most ``log2(n / PAIRWISE_BLOCK) + PAIRWISE_BLOCK`` roundings per axis, whatever n. The
+    halvings are whole-array additions, so this costs about what ``xp.sum`` costs (less over
+    a long, narrow axis, which NumPy sums slowly).
+
+    float16 is added in float32 (its partial sums would overflow at 65,504 and lose bits at
+    every step; torch does the same) and rounded once at the end. float64, integers and
+    booleans, and float32 sums that NumPy adds pairwise anyway or that add at most
+    ``PAIRWISE_BLOCK`` terms one after another, are ``xp.sum`` exactly as before, bit for bit.
+    The same steps run on every device.
+    """
+    xp = get_array_module(a)
+    if a.dtype.kind != "f" or a.dtype.itemsize >= 8:
+        return xp.sum(a, axis=axes, keepdims=keepdims)
+    dtype = a.dtype
+    if math.prod(a.shape[ax] for ax in axes if not _fast(a, ax)) <= PAIRWISE_BLOCK:
+        if dtype.itemsize >= 4:
+            return xp.sum(a, axis=axes, keepdims=keepdims)
+        return xp.sum(a, axis=axes, keepdims=keepdims, dtype=np.float32).astype(dtype)
+    if dtype.itemsize < 4:
+        a = a.astype(np.float32)
+    for ax in axes:
+        n = a.shape[ax]
+        if not _fast(a, ax):  # (a is a new array after each axis: ask again)
+            while n > PAIRWISE_BLOCK:
+                half = n // 2
+                s = a[_along(ax, 0, half)] + a[_along(ax, half, 2 * half)]
+                if n % 2:
+                    s[_along(ax, 0, 1)] += a[_along(ax, 2 * half, n)]
+                a, n = s, half
+        a = xp.sum(a, axis=ax, keepdims=True)
+    if not keepdims:
+        a = a.reshape(tuple(n for ax, n in enumerate(a.shape) if ax not in axes))
+    return a.astype(dtype, copy=False)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import get_array_module
-from .base import Context, Function
+from .base import Context, Function, pairwise_sum
 
 
 def _type_name(value: Any) -> str:
@@ -96,14 +96,18 @@ def _expand(g: Any, in_shape: tuple, axes: tuple, keepdims: bool) -> Any:
 
 
 class Sum(Function):
-    """y = sum of x over ``axis``.  VJP: dL/dx = g broadcast back over the summed axes."""
+    """y = sum of x over ``axis``.  VJP: dL/dx = g broadcast back over the summed axes.
+
+    float32 and float16 are added with :func:`~tinygrad_rnn.ops.base.pairwise_sum`, whose
+    rounding error does not grow with the number of terms (NumPy's sum over a batch axis
+    does); float64 and integers are NumPy's sum."""
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         axes = normalize_axes("sum", axis, x.shape)
         keepdims = keepdims_flag("sum", keepdims)
         ctx.axes, ctx.keepdims, ctx.in_shape = axes, keepdims, x.shape
-        return get_array_module(x).sum(x, axis=axes, keepdims=keepdims)
+        return pairwise_sum(x, axes, keepdims)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
@@ -116,7 +120,8 @@ class Mean(Function):
 
     The sum is divided by the count with :func:`divide_by_count` (the count is never
     rounded to the input's dtype), and a float16 input is summed in float32, as torch does:
-    its sum overflows float16 long before its mean could."""
+    its sum overflows float16 long before its mean could. float32 (and that float16) sum is
+    :func:`~tinygrad_rnn.ops.base.pairwise_sum`, whose error does not grow with the count."""
 
     float_math = True
 
@@ -129,8 +134,8 @@ class Mean(Function):
         for ax in axes:
             n *= x.shape[ax]
         ctx.axes, ctx.keepdims, ctx.in_shape, ctx.n = axes, keepdims, x.shape, n
-        acc = np.float32 if x.dtype.itemsize < 4 else x.dtype
-        total = xp.sum(x, axis=axes, keepdims=keepdims, dtype=acc)
+        total = pairwise_sum(x if x.dtype.itemsize >= 4 else x.astype(np.float32),
+                             axes, keepdims)
         if n == 0:
             return xp.full(total.shape, xp.nan, dtype=x.dtype)
         return divide_by_count(total, n).astype(x.dtype, copy=False)
