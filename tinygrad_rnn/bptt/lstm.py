@@ -215,13 +215,13 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     if peep is not None:
         w_cf = peep[-2 * H:-H]
         dc_prev = dc_prev + da_f * w_cf                                      # (L11)
-        d_cf = (da_f * c.c_prev).sum(axis=0)                                 # (L13)
-        d_co = (da_o * c.c_t).sum(axis=0)                                    # (L13)
+        d_cf = pairwise_sum(da_f * c.c_prev, (0,))                           # (L13)
+        d_co = pairwise_sum(da_o * c.c_t, (0,))                              # (L13)
         if c.coupled:
             dweight_ch = xp.concatenate([d_cf, d_co])
         else:
             dc_prev = dc_prev + da_i * peep[:H]                              # (L11)
-            d_ci = (da_i * c.c_prev).sum(axis=0)                             # (L13)
+            d_ci = pairwise_sum(da_i * c.c_prev, (0,))                       # (L13)
             dweight_ch = xp.concatenate([d_ci, d_cf, d_co])
     dh_prev = da @ c.weight_hh                                               # (L12)
     dx_t = da @ c.weight_ih                                                  # (L13)
@@ -602,8 +602,8 @@ def lstm_backward(
     dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
     dweight_ch = None
     if peep is not None:
-        d_co = (da[:, :, :H] * c_out_all).sum(axis=(0, 1))                           # (L13)
-        d_c_prev = (da_dc[:, :, :G - 2] * c_prev_all[:, :, None, :]).sum(axis=(0, 1))
+        d_co = pairwise_sum(da[:, :, :H] * c_out_all, (0, 1))                        # (L13)
+        d_c_prev = pairwise_sum(da_dc[:, :, :G - 2] * c_prev_all[:, :, None, :], (0, 1))
         dweight_ch = xp.concatenate([d_c_prev.reshape(-1), d_co])                    # (L13)
     return LSTMGrads(dx, dh_carried, dc_carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh,
                      dweight_ch, dh_all, dc_all)
