@@ -339,6 +339,17 @@ def select_valid(a: Array, mask: StepMask | None) -> Array:
     return out
 
 
+def copy_with(src: Array, rows: tuple | None, value: float, buf: Array) -> Array:
+    """``src`` (a block of steps) copied into the first ``len(src)`` entries of ``buf``,
+    with ``value`` written at the padded steps ``rows`` (from :meth:`StepMask.rows`): the
+    backward kernels use it to pass a gradient on unchanged (value 1) or to drop an upstream
+    gradient (value 0) at padded steps, by a select, without touching ``src``."""
+    out = buf[:src.shape[0]]
+    get_array_module(src).copyto(out, src)
+    out[rows] = value
+    return out
+
+
 class StateSlots(NamedTuple):
     """Where states live in a (T + 1, N, H) buffer.
 

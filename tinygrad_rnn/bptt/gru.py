@@ -64,6 +64,7 @@ from ..backend import get_array_module
 from ..ops.base import pairwise_sum
 from ._common import (
     Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
+    copy_with,
     check_grad_arg, check_lengths, check_recurrent_args, forward_order, make_mask,
     select_valid, sigmoid, state_slots, tanh_half_to_sigmoid_, zeros_or_copy,
 )
@@ -471,13 +472,9 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         if pad is not None:                               # selects, not 0/1 multiplies:
             k_n[pad] = 0                                  # padded steps make no gradient ...
             k_z[pad] = 0
-            z_pass = z_pass_buf[:t1 - t0]
-            xp.copyto(z_pass, z)
-            z_pass[pad] = 1                               # ... and pass dh on
-            if dhs is not None:
-                dhs_b = dhs_buf[:t1 - t0]
-                xp.copyto(dhs_b, dhs[t0:t1])
-                dhs_b[pad] = 0                            # upstream at padded outputs ignored
+            z_pass = copy_with(z, pad, 1, z_pass_buf)     # ... and pass dh on
+            if dhs is not None:                           # upstream at padded outputs ignored
+                dhs_b = copy_with(dhs[t0:t1], pad, 0, dhs_buf)
 
         for t in backward_order(t1 - t0, cache.reverse):
             ts = t0 + t                                   # the time index of this step

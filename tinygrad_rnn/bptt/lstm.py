@@ -60,6 +60,7 @@ from ..backend import get_array_module
 from ..ops.base import pairwise_sum
 from ._common import (
     Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
+    copy_with,
     check_grad_arg, check_lengths, check_recurrent_args, combined_bias, forward_order,
     make_mask, select_valid, sigmoid, state_slots, tanh_half_to_sigmoid_, zeros_or_copy,
 )
@@ -558,13 +559,9 @@ def lstm_backward(
         if pad is not None:                                   # selects, not 0/1 multiplies:
             k[pad] = 0                                        # padded steps make no gradient ...
             p[pad] = 0
-            f_pass = f_pass_buf[:t1 - t0]
-            xp.copyto(f_pass, f)
-            f_pass[pad] = 1                                   # ... and pass dc on
-            if dhs is not None:
-                dhs_b = dhs_buf[:t1 - t0]
-                xp.copyto(dhs_b, dhs[t0:t1])
-                dhs_b[pad] = 0                                # upstream at padded outputs ignored
+            f_pass = copy_with(f, pad, 1, f_pass_buf)         # ... and pass dc on
+            if dhs is not None:                               # upstream at padded outputs ignored
+                dhs_b = copy_with(dhs[t0:t1], pad, 0, dhs_buf)
 
         for t in backward_order(t1 - t0, c.reverse):
             ts = t0 + t                                       # the time index of this step
