@@ -44,7 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
-from tinygrad_rnn.cli import out_folder, whole_number  # noqa: E402
+from tinygrad_rnn.cli import out_folder, run_demo, whole_number  # noqa: E402
 from tinygrad_rnn import decoding, viz  # noqa: E402
 from tinygrad_rnn.data import reversal_examples, reversal_task  # noqa: E402
 
@@ -241,14 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the options, check the device, run; exit status 2 for a bad option (argparse's
     message names it) or a device that cannot be used (the library's message says what is
     missing)."""
-    args = parse_args(argv)
-    try:
-        tr.backend.module_for_device(args.device)
-    except RuntimeError as err:
-        print(f"string_reversal: error: {err}", file=sys.stderr)
-        return 2
-    run(args)
-    return 0
+    return run_demo("string_reversal", parse_args(argv), run)
 
 
 if __name__ == "__main__":

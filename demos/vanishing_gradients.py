@@ -39,7 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
-from tinygrad_rnn.cli import out_folder, whole_number  # noqa: E402
+from tinygrad_rnn.cli import out_folder, run_demo, whole_number  # noqa: E402
 from tinygrad_rnn import monitor as mon  # noqa: E402
 from tinygrad_rnn import viz  # noqa: E402
 from tinygrad_rnn.data import AddingBaseline, adding_problem  # noqa: E402
@@ -250,14 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the options, check the device, run; exit status 2 for a bad option (argparse's
     message names it) or a device that cannot be used (the library's message says what is
     missing)."""
-    args = parse_args(argv)
-    try:
-        tr.backend.module_for_device(args.device)
-    except RuntimeError as err:
-        print(f"vanishing_gradients: error: {err}", file=sys.stderr)
-        return 2
-    run(args)
-    return 0
+    return run_demo("vanishing_gradients", parse_args(argv), run)
 
 
 if __name__ == "__main__":

@@ -401,6 +401,22 @@ def out_folder(text: str) -> str:
     return text
 
 
+def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namespace], Any]
+             ) -> int:
+    """A demo's ``main`` after parsing: check that ``args.device`` can be used, then
+    ``run(args)``. Exit status 0, or 2 with the library's message (it says what is missing)
+    for a device that cannot be used, as argparse does for a bad option."""
+    from . import backend
+
+    try:
+        backend.module_for_device(args.device)
+    except RuntimeError as err:
+        print(f"{name}: error: {err}", file=sys.stderr)
+        return 2
+    run(args)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``tinygrad-rnn`` (exposed for the tests and the docs)."""
     from . import __version__
