@@ -25,7 +25,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import numpy as np
 
 from ..random import get_generator
-from .text import BOS_ID, EOS_ID, PAD_ID, Vocab
+from .text import BOS_ID, EOS_ID, PAD_ID, Vocab, id_sequence
 
 __all__ = ["ReversalExample", "ReversalBatch", "ReversalTask", "reverse_letters",
            "reversal_examples", "reversal_task"]
@@ -173,12 +173,7 @@ class ReversalTask:
     def decode(self, ids: Sequence[int], strip: bool = True) -> list[str]:
         """Ids (a 1-D sequence of integers) -> tokens; with ``strip``, stop at EOS and drop
         PAD/BOS."""
-        arr = np.asarray(ids)
-        if arr.ndim != 1:
-            raise ValueError(f"ReversalTask.decode: expected a 1-D sequence of ids, got shape "
-                             f"{arr.shape}")
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"ReversalTask.decode: ids must be integers, got dtype {arr.dtype}")
+        arr = id_sequence(ids, "ReversalTask.decode")
         out = []
         for i in arr.tolist():
             if strip and i == EOS_ID:

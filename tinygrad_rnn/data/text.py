@@ -258,12 +258,7 @@ class Vocab:
 
     def decode(self, ids: Iterable[int] | np.ndarray) -> list[str]:
         """The tokens of ``ids`` (a 1-D sequence of ints); IndexError for an id out of range."""
-        arr = np.asarray(ids)
-        if arr.ndim != 1:
-            raise ValueError(f"Vocab.decode: expected a 1-D sequence of ids, got shape "
-                             f"{arr.shape}")
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"Vocab.decode: ids must be integers, got dtype {arr.dtype}")
+        arr = id_sequence(ids, "Vocab.decode")
         if arr.size and (arr.min() < 0 or arr.max() >= len(self._itos)):
             bad = int(arr[(arr < 0) | (arr >= len(self._itos))][0])
             raise IndexError(f"Vocab.decode: id {bad} out of range for a vocabulary of size "
@@ -366,6 +361,18 @@ class WordTokenizer:
 
 
 # --------------------------------------------------------------------------------- batching
+def id_sequence(ids: Any, where: str) -> np.ndarray:
+    """``ids`` as a 1-D NumPy array of integers (an empty one may have any dtype): a
+    ValueError for another shape and a TypeError for non-integer ids, naming ``where``.
+    Shared by the decoders of vocabularies and tasks and by the n-gram model."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1:
+        raise ValueError(f"{where}: expected a 1-D sequence of ids, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{where}: ids must be integers, got dtype {arr.dtype}")
+    return arr
+
+
 def _as_id_stream(ids: Any, where: str) -> np.ndarray:
     arr = np.asarray(ids)
     if arr.ndim != 1:

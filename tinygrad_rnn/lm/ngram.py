@@ -72,7 +72,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..data.text import BOS_ID, EOS_ID
+from ..data.text import BOS_ID, EOS_ID, id_sequence
 
 __all__ = ["NGramLM"]
 
@@ -149,10 +149,7 @@ def _check_ids(ids: Any, V: int | None, where: str) -> np.ndarray:
     arr = np.asarray(ids)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64)
-    if arr.ndim != 1:
-        raise ValueError(f"{where}: expected a 1-D sequence of ids, got shape {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{where}: ids must be integers, got dtype {arr.dtype}")
+    arr = id_sequence(arr, where)
     if V is not None and (arr.min() < 0 or arr.max() >= V):
         bad = int(arr[(arr < 0) | (arr >= V)][0])
         raise ValueError(f"{where}: id {bad} is outside the vocabulary [0, {V})")
