@@ -657,14 +657,32 @@ def test_inplace_write_to_unsaved_tensors_does_not_raise(mutation: str) -> None:
     np.testing.assert_array_equal(x.grad, expected)
 
 
+# d(mutation(y))/dy entrywise, for y = 2 x with x = _positive_leaf() (entries 0.3 to 1.8)
+MUTATION_SLOPES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "setitem": lambda y: np.where(np.arange(6).reshape(2, 3) == 1, 0.0, 1.0),
+    "add_": lambda y: np.ones_like(y),
+    "sub_": lambda y: np.ones_like(y),
+    "mul_": lambda y: np.full_like(y, 2.0),
+    "div_": lambda y: np.full_like(y, 0.5),
+    "copy_": lambda y: np.zeros_like(y),
+    "fill_": lambda y: np.zeros_like(y),
+    "zero_": lambda y: np.zeros_like(y),
+    "clip_": lambda y: ((y > 0.1) & (y < 0.2)).astype(float),
+}
+
+
 @pytest.mark.parametrize("mutation", sorted(set(MUTATIONS) - {"data"}))
-def test_inplace_on_requires_grad_tensor_with_grad_enabled_raises(mutation: str) -> None:
+def test_inplace_on_leaf_that_requires_grad_raises_and_on_non_leaf_is_recorded(
+        mutation: str) -> None:
     x = _positive_leaf()
-    with pytest.raises(RuntimeError, match="in-place"):
+    with pytest.raises(RuntimeError, match="in-place.*tr.no_grad"):
         MUTATIONS[mutation](x)
-    y = x * 2.0  # a non-leaf requires grad as well
-    with pytest.raises(RuntimeError, match="in-place"):
-        MUTATIONS[mutation](y)
+    y = x * 2.0  # a non-leaf: the write is recorded, as in torch
+    y_before = y.numpy().copy()
+    MUTATIONS[mutation](y)
+    assert y.requires_grad and not y.is_leaf
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, 2.0 * MUTATION_SLOPES[mutation](y_before))
     with tr.no_grad():  # allowed under no_grad (a parameter update)
         MUTATIONS[mutation](x)
 

@@ -466,10 +466,15 @@ def test_comparisons_give_boolean_tensors_without_grad(scalar: Any) -> None:
     np.testing.assert_array_equal(x.ne(0.5).numpy(), [True, False, True])
 
 
-def test_equality_operator_is_identity_so_tensors_hash() -> None:
-    a, b = tr.Tensor([1.0]), tr.Tensor([1.0])
-    assert a == a and a != b
-    assert len({a, b}) == 2
+def test_equality_operators_are_elementwise_and_tensors_still_hash_by_identity() -> None:
+    a, b = tr.Tensor([1.0, 2.0]), tr.Tensor([1.0, 3.0])
+    eq, ne = a == b, a != b
+    assert isinstance(eq, tr.Tensor) and eq.dtype == np.bool_
+    np.testing.assert_array_equal(eq.numpy(), [True, False])
+    np.testing.assert_array_equal(ne.numpy(), [False, True])
+    np.testing.assert_array_equal((a == 1).numpy(), [True, False])
+    assert len({a, b}) == 2 and {a: 1}[a] == 1
+    assert (a == None) is False and (a != None) is True  # noqa: E711  (as torch)
 
 
 # ----------------------------------------------------------------------------- grad

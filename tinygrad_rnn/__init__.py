@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import allocator, backend, functional, jacobians, ops
-from .engine import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .engine import (
+    enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+)
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
 from .jacobians import jacobian
 from .ops.base import Function, sum_to_shape
@@ -31,7 +33,8 @@ allocator.keep_freed_memory()
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
     "randn", "rand", "cat", "concatenate", "stack", "split", "where", "no_grad",
-    "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck", "GradcheckError",
+    "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+    "GradcheckError",
     "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "allocator",
     "Function", "sum_to_shape", "manual_seed", "get_generator", "__version__",
     "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training", "viz",

@@ -16,8 +16,13 @@ How it works (docs/engine.md derives it step by step):
 """
 from __future__ import annotations
 
+import bisect
 import functools
-from typing import Any, Callable, Iterable
+import inspect
+import threading
+from typing import Any, Callable, Generator, Iterable
+
+import numpy as np
 
 from .backend import device_of, get_array_module
 from .ops.base import Context, sum_to_shape
@@ -26,59 +31,161 @@ __all__ = [
     "no_grad",
     "enable_grad",
     "set_grad_enabled",
+    "inference_mode",
     "is_grad_enabled",
     "run_backward",
     "sum_to_shape",
 ]
 
 
-class _GradMode:
+class _GradMode(threading.local):
+    """Whether new operations are recorded, per thread (as torch's grad mode): one thread
+    inside ``no_grad`` never switches recording off in another. Every thread starts with
+    recording on."""
+
     enabled = True
 
 
+_GRAD_MODE = _GradMode()
+
+
 def is_grad_enabled() -> bool:
-    """True when new operations are recorded for backward."""
-    return _GradMode.enabled
+    """True when new operations are recorded for backward in the calling thread."""
+    return _GRAD_MODE.enabled
 
 
 class set_grad_enabled:
-    """Context manager and decorator that sets gradient recording on or off and restores
-    the previous value on exit (also on an exception)."""
+    """Set gradient recording on or off in the calling thread, as a function call, a context
+    manager or a decorator, as torch's ``set_grad_enabled``.
+
+    * ``tr.set_grad_enabled(False)`` switches recording off at once (until switched back);
+    * ``with tr.set_grad_enabled(False): ...`` restores the previous value on exit, also on
+      an exception;
+    * ``@tr.set_grad_enabled(False)`` (and ``@tr.no_grad()``, ``@tr.enable_grad()``) on a
+      function runs each call in that mode; on a generator function, the mode holds inside
+      the generator's body each time it resumes, and the caller's mode is restored at every
+      ``yield``, so the body of ``for batch in batches(): ...`` runs in the caller's mode.
+
+    The mode is per thread: each thread has its own, and a context entered in one thread
+    never changes another's.
+    """
 
     def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError(
+                f"set_grad_enabled: mode must be a bool, got {mode!r} ({type(mode).__name__})"
+            )
         self.mode = bool(mode)
         self.prev: list[bool] = []
+        # called as a function, it switches at once (torch: set_grad_enabled(False)); the
+        # value it replaced is what a `with` on this object restores
+        self._at_call: bool | None = _GRAD_MODE.enabled
+        _GRAD_MODE.enabled = self.mode
 
     def __enter__(self) -> None:
-        self.prev.append(_GradMode.enabled)
-        _GradMode.enabled = self.mode
+        prev, self._at_call = self._at_call, None
+        self.prev.append(_GRAD_MODE.enabled if prev is None else prev)
+        _GRAD_MODE.enabled = self.mode
 
     def __exit__(self, *exc: Any) -> None:
-        _GradMode.enabled = self.prev.pop()
+        _GRAD_MODE.enabled = self.prev.pop()
 
     def __call__(self, fn: Callable) -> Callable:
+        if not callable(fn):
+            raise TypeError(f"{type(self).__name__}: used as a decorator, it takes a function, "
+                            f"got {fn!r}")
+        if self._at_call is not None:  # a decorator changes nothing until the call
+            _GRAD_MODE.enabled, self._at_call = self._at_call, None
         mode = self.mode
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator_wrapper(*args: Any, **kwargs: Any) -> Any:
+                return (yield from _generator_in_mode(fn(*args, **kwargs), mode))
+
+            return generator_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
+            with _Mode(mode):
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
+class _Mode:
+    """The plain context manager behind the decorators: set ``mode`` in this thread on
+    entry, restore the thread's previous value on exit."""
+
+    __slots__ = ("mode", "prev")
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self.prev = _GRAD_MODE.enabled
+        _GRAD_MODE.enabled = self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        _GRAD_MODE.enabled = self.prev
+
+
+def _generator_in_mode(gen: Generator, mode: bool) -> Generator:
+    """Drive ``gen`` with gradient mode ``mode`` while its body runs, and the caller's mode
+    while the caller runs (between yields). Values sent in, exceptions thrown in and
+    ``close()`` reach ``gen`` as they would without the wrapper."""
+    try:
+        with _Mode(mode):
+            request = next(gen)
+    except StopIteration as stop:
+        return stop.value
+    while True:
+        try:
+            sent = yield request
+        except GeneratorExit:
+            with _Mode(mode):
+                gen.close()
+            raise
+        except BaseException as err:
+            try:
+                with _Mode(mode):
+                    request = gen.throw(err)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                with _Mode(mode):
+                    request = gen.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
 class no_grad(set_grad_enabled):
-    """Disable graph recording: ``with tr.no_grad(): ...`` or ``@tr.no_grad()``."""
+    """Disable graph recording in this thread: ``with tr.no_grad(): ...`` or
+    ``@tr.no_grad()`` (on functions and generator functions). Nothing changes until the
+    block is entered."""
 
     def __init__(self) -> None:
-        super().__init__(False)
+        self.mode, self.prev, self._at_call = False, [], None
+
+
+class inference_mode(set_grad_enabled):
+    """``no_grad`` under torch's other name (``inference_mode(False)`` records as usual).
+    This engine has no separate inference tensors: tensors made inside are ordinary tensors
+    that do not require a gradient."""
+
+    def __init__(self, mode: bool = True) -> None:
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError(
+                f"inference_mode: mode must be a bool, got {mode!r} ({type(mode).__name__})"
+            )
+        self.mode, self.prev, self._at_call = not mode, [], None
 
 
 class enable_grad(set_grad_enabled):
-    """Re-enable graph recording inside a ``no_grad`` block."""
+    """Re-enable graph recording inside a ``no_grad`` block (in this thread only)."""
 
     def __init__(self) -> None:
-        super().__init__(True)
+        self.mode, self.prev, self._at_call = True, [], None
 
 
 def _topological_order(root: Context) -> list[Context]:
@@ -95,18 +202,71 @@ def _topological_order(root: Context) -> list[Context]:
         if id(node) in visited:
             continue
         if node.released:
-            raise RuntimeError(
-                f"backward through the graph a second time: the saved state of "
-                f"{node.name} was freed by the first backward. Pass retain_graph=True to "
-                f"the first backward() if you need to backward twice."
-            )
+            raise RuntimeError(_freed_graph_message(node, root))
         visited.add(id(node))
         stack.append((node, True))
-        for t in node.inputs:
+        needs = node.needs_input_grad
+        for k, t in enumerate(node.inputs):
+            if not needs[k]:
+                continue
+            if t._history is not None:
+                t = as_seen_by(t, node.clock)
             parent = t._ctx
             if parent is not None and id(parent) not in visited:
                 stack.append((parent, False))
     return order
+
+
+class _Clock:
+    """Counts recorded in-place writes that gave a tensor a new place in the graph."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+#: Bumped by every rebase (a recorded in-place write); a node remembers the value at its
+#: recording (``Context.clock``), so it reaches each input as that input was then.
+REBASES = _Clock()
+
+
+def as_seen_by(t: Any, clock: int) -> Any:
+    """The state of tensor ``t`` that a node recorded at ``clock`` consumed.
+
+    A recorded in-place write (``h += x``, ``out[t] = h_t``) gives ``t`` a new node in the
+    graph and keeps its earlier state in ``t._history`` (clocks and stand-in tensors, in
+    order). A node recorded before a rebase took the value from before it, so its gradient
+    must flow to that earlier state, not through the write: torch keeps the same edges in its
+    graph nodes."""
+    clocks, earlier = t._history
+    i = bisect.bisect_right(clocks, clock)
+    return earlier[i] if i < len(earlier) else t
+
+
+def _freed_graph_message(node: Context, root: Context) -> str:
+    """Why a backward reached ``node``, whose saved state an earlier backward freed, and the
+    fix. When the root itself was freed, the same loss is backpropagated twice
+    (``retain_graph=True`` is the fix); when only a node inside was, the new graph was built
+    on a tensor from an earlier graph: almost always a recurrent state carried from the
+    previous iteration without ``detach()`` (truncated BPTT), where ``retain_graph`` would
+    be the wrong fix (it backpropagates into every earlier batch, ever more slowly)."""
+    if node is root:
+        return (
+            f"backward through the graph a second time: the saved state of {node.name} was "
+            f"freed by the first backward. Pass retain_graph=True to the first backward() "
+            f"if you really need to backpropagate through the same graph twice."
+        )
+    return (
+        f"backward reached {node.name}, part of an older graph whose saved state an earlier "
+        f"backward() freed: this graph was built on a tensor computed before that backward. "
+        f"The usual cause is a recurrent state (h, or the LSTM pair (h, c)) carried from the "
+        f"previous batch into this one: detach it at the start of each batch, "
+        f"`h = h.detach()` (for an LSTM `hidden = tuple(s.detach() for s in hidden)`), "
+        f"which is truncated backpropagation through time (docs/truncation.md, section 5, "
+        f"'Why the carried state is detached'). Do not pass retain_graph=True for this: it "
+        f"would backpropagate into every earlier batch, ever more slowly."
+    )
 
 
 def _check_versions(node: Context) -> None:
@@ -267,6 +427,8 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
             if g is None or not needs[k]:
                 continue
             t = inputs[k]
+            if t._history is not None:
+                t = as_seen_by(t, node.clock)
             d = t._data
             # a gradient of its input's array type, shape and dtype needs no fitting
             if type(g) is not type(d) or g.shape != d.shape or g.dtype != d.dtype:
@@ -307,6 +469,10 @@ def count_graph_nodes(root: Any) -> int:
         if id(node) in seen or node.released:
             continue
         seen.add(id(node))
-        stack.extend(t._ctx for t in node.inputs if t._ctx is not None)
+        for t in node.inputs:
+            if t._history is not None:
+                t = as_seen_by(t, node.clock)
+            if t._ctx is not None:
+                stack.append(t._ctx)
     return len(seen)
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import engine
-from .engine import _GradMode
+from .engine import _GRAD_MODE, REBASES
 from .backend import (
     DEFAULT_FLOAT, device_of, get_array_module, is_float_dtype, module_for_device,
     normalize_device, result_float_dtype, to_device,
@@ -22,11 +22,11 @@ from . import backend as _backend
 from .ops import (
     Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
     Max, Maximum, Mean, Min, Minimum, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Softmax, Split, Sqrt,
-    Stack, Sub, Sum, Tanh, Transpose, Where,
+    Stack, Sub, Sum, Tanh, Transpose, ViewOf, Where, WriteRegion,
 )
 from .ops.base import Context, Function
 from .ops.elementwise import clip_bounds
-from .ops.shape import check_index_bounds
+from .ops.shape import _is_advanced, check_index_bounds
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
@@ -132,7 +132,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "grad", "_requires_grad", "_ctx", "_out_index", "_version",
-                 "_hooks", "name", "__weakref__")
+                 "_hooks", "name", "_base", "_view_steps", "_gen", "_history", "__weakref__")
     __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected operators
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
@@ -145,6 +145,13 @@ class Tensor:
         self._hooks: list[Callable] = []
         self.name: str | None = None
         self._requires_grad = False
+        self._base: Tensor | None = None  # views: the tensor whose memory they show
+        self._view_steps: tuple = ()  # views: how they are made from _base's array
+        self._gen = 0  # bases: rebases so far; views: their base's count at their graph
+        self._history: tuple | None = None  # (clocks, earlier states) after rebases
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            raise TypeError(f"Tensor: requires_grad must be a bool, got {requires_grad!r} "
+                            f"({type(requires_grad).__name__})")
         if requires_grad:
             self.requires_grad_(True)
 
@@ -165,6 +172,10 @@ class Tensor:
         t._hooks = []
         t.name = None
         t._requires_grad = False
+        t._base = None
+        t._view_steps = ()
+        t._gen = 0
+        t._history = None
         return t
 
     # ---------------------------------------------------------------- basic properties
@@ -421,19 +432,141 @@ class Tensor:
         self.grad = None
 
     # ---------------------------------------------------------------- in-place writes
-    def _check_inplace(self, op: str) -> None:
-        if self.requires_grad and engine.is_grad_enabled():
+    # Every in-place write (add_, -=, x[i] = v, fill_, copy_, ...) takes one of two paths:
+    # * a plain write into the memory, when nothing needs recording (no_grad, or neither the
+    #   tensor nor the value requires a gradient): the version counter is bumped, so a node
+    #   that saved the old values refuses to run backward instead of computing a wrong
+    #   gradient;
+    # * a recorded write, when gradients are on and the tensor or the value requires one
+    #   (``h += x`` on an activation, ``out[t] = h_t``, ``z[0][1] = w``): the new values
+    #   are computed by the ordinary ops, then written by the op WriteRegion into the memory
+    #   of the base tensor (the tensor itself, or the one a view shows), which is rebased
+    #   onto that node. Nodes recorded earlier keep reaching the old state
+    #   (tinygrad_rnn.engine.as_seen_by), views of the base are re-recorded on their next
+    #   use (_refresh_view). docs/engine.md, section 12, "Views and in-place writes".
+    # A leaf that requires a gradient (a parameter), or a view of one, is written only
+    # inside no_grad, as in torch.
+
+    def _write_is_recorded(self, op: str, value: Any = None) -> bool:
+        """Whether the in-place write ``op`` of ``value`` into this tensor must be recorded;
+        RuntimeError when it would be a write into a parameter outside ``no_grad``."""
+        if self._base is not None and self._gen != self._base._gen:
+            self._refresh_view()
+        if not _GRAD_MODE.enabled:
+            return False
+        root = self if self._base is None else self._base
+        if root._ctx is None and root._requires_grad:
+            what = "a leaf tensor" if root is self else "a view of a leaf tensor"
             raise RuntimeError(
-                f"{op}: in-place write to a tensor that requires a gradient would not be "
-                f"recorded; do it inside tr.no_grad() (e.g. a parameter update)"
+                f"{op}: in-place write to {what} that requires a gradient (shape "
+                f"{root.shape}) would not be recorded; do it inside `with tr.no_grad():` "
+                f"(e.g. the parameter update `with tr.no_grad(): W -= lr * W.grad`), or "
+                f"write into a copy (x = x.clone())"
+            )
+        return self._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
+
+    def _check_inplace(self, op: str) -> None:
+        """RuntimeError for a plain in-place write into a parameter outside ``no_grad``
+        (for writes that are never recorded)."""
+        if self._write_is_recorded(op):
+            raise RuntimeError(
+                f"{op}: this in-place write into a tensor that requires a gradient (shape "
+                f"{self.shape}) cannot be recorded; do it inside `with tr.no_grad():`"
             )
 
     def _bump(self) -> "Tensor":
         self._version.value += 1
         return self
 
+    def _record_write(self, op: str, value: Any, index: Any = None) -> "Tensor":
+        """Write ``value`` (a tensor or constant) into this tensor, at ``index`` when given,
+        as a recorded op, and rebase the base tensor onto it."""
+        root = self if self._base is None else self._base
+        steps = self._view_steps
+        if index is not None:
+            steps = steps + (("index", index),)
+        written = WriteRegion.apply(root, value, steps=steps, op=op)
+        root._rebase(written)
+        root._bump()
+        if self is not root:
+            self._refresh_view()
+        return self
+
+    def _record_update(self, op: str, result: "Tensor") -> "Tensor":
+        """Write ``result`` (the new values, computed out of place from this tensor) back
+        into this tensor's memory as a recorded op. The node that computed ``result`` gets
+        copies of any array it saved from this memory, which is about to change (torch keeps
+        the original values the same way: ``a *= b`` needs the old ``a`` for dL/db)."""
+        if result.shape != self.shape:
+            raise RuntimeError(
+                f"{op}: the result has shape {result.shape} but the tensor written in place has "
+                f"shape {self.shape}; an in-place operation cannot change the shape (broadcast "
+                f"the other operand to {self.shape}, or use the out-of-place form)"
+            )
+        ctx = result._ctx
+        if ctx is not None and ctx.saved_arrays:
+            xp = get_array_module(self._data)
+            mine = self._version
+            ctx.saved_arrays = tuple(a.copy() if xp.may_share_memory(a, self._data) else a
+                                     for a in ctx.saved_arrays)
+            ctx.saved_versions = tuple(v for v in ctx.saved_versions if v[0] is not mine)
+        return self._record_write(op, result)
+
+    def _rebase(self, new: "Tensor") -> None:
+        """Make this tensor stand for ``new``'s place in the graph (after a recorded in-place
+        write), keeping its earlier state for the nodes recorded before."""
+        REBASES.value += 1
+        if self._requires_grad:  # an earlier state nobody can need a gradient for is dropped
+            earlier = Tensor._wrap(self._data)
+            earlier._ctx, earlier._out_index = self._ctx, self._out_index
+            earlier._requires_grad, earlier._version = True, self._version
+            if self._history is None:
+                self._history = ([], [])
+            self._history[0].append(REBASES.value)
+            self._history[1].append(earlier)
+        self._ctx, self._out_index = new._ctx, new._out_index
+        self._requires_grad = new._requires_grad
+        self._gen += 1
+
+    def _refresh_view(self) -> None:
+        """Re-record this view from its base, which a recorded in-place write rebased since
+        the view's graph was made (only while gradients are recorded; until then the view
+        keeps its old graph)."""
+        base = self._base
+        if not _GRAD_MODE.enabled:
+            return
+        if base._requires_grad:
+            self._rebase(ViewOf.apply(base, steps=self._view_steps))
+        self._gen = base._gen
+
+    def _mark_view(self, out: "Tensor", step: tuple) -> "Tensor":
+        """Record that ``out`` (made from this tensor by ``step``) is a view of this tensor's
+        memory, when it is one."""
+        o = out._data
+        if o is self._data or get_array_module(o).may_share_memory(o, self._data):
+            if self._base is None:
+                out._base, out._view_steps = self, (step,)
+            else:
+                out._base, out._view_steps = self._base, self._view_steps + (step,)
+            out._gen = out._base._gen
+        return out
+
+    def _raw_write(self, op: str, write: Callable[[], Any]) -> "Tensor":
+        """Run ``write`` (a plain in-place NumPy write) and bump the version; NumPy's error for
+        an expanded (read-only) tensor becomes one that names the op."""
+        try:
+            write()
+        except ValueError as err:
+            if "read-only" not in str(err):
+                raise
+            raise RuntimeError(
+                f"{op}: this tensor (shape {self.shape}) is read-only: it is an expanded view "
+                f"(expand/broadcast_to) whose entries share memory, or it wraps a read-only "
+                f"array; write into a copy (x = x.clone())"
+            ) from None
+        return self._bump()
+
     def __setitem__(self, index: Any, value: Any) -> None:
-        self._check_inplace("__setitem__")
         xp = get_array_module(self._data)
         if isinstance(value, Tensor):
             if value.device != self.device:
@@ -441,18 +574,25 @@ class Tensor:
                     f"__setitem__: the tensor written to is on {self.device} but the value is "
                     f"on {value.device}; move one with .to()"
                 )
-            value = value.data
         elif xp is not np and type(value) is np.ndarray:
             value = xp.asarray(value)  # host values are copied to the tensor's device
         index = _index(index, xp)
         if xp is not np:  # CuPy would wrap an out-of-range index array around
             check_index_bounds("__setitem__", index, self.shape)
-        try:
-            self._data[index] = value
-        except IndexError as err:
-            raise IndexError(f"__setitem__: index {index!r} for shape {self.shape}: "
-                             f"{err}") from None
-        self._bump()
+        self._inplace_operand("__setitem__", value, "x = x.clone(); x[index] = value")
+        if self._write_is_recorded("__setitem__", value):
+            self._record_write("__setitem__", value, index)
+            return
+        raw = value.data if isinstance(value, Tensor) else value
+
+        def write() -> None:
+            try:
+                self._data[index] = raw
+            except IndexError as err:
+                raise IndexError(f"__setitem__: index {index!r} for shape {self.shape}: "
+                                 f"{err}") from None
+
+        self._raw_write("__setitem__", write)
 
     def _inplace_operand(self, op: str, other: Any, instead: str) -> Any:
         """The raw operand of the in-place op ``op``, checked to fit this tensor's dtype.
@@ -460,8 +600,13 @@ class Tensor:
         An in-place write cannot change the dtype, so an operand of a higher category
         (bool < integer < float) than this tensor is a TypeError, as in torch: ``ids.mul_(0.5)``
         would otherwise truncate, and NumPy's own error names no op. ``instead`` names the
-        out-of-place way, for the message."""
+        out-of-place way, for the message. A complex operand is a TypeError (its imaginary
+        part would be dropped silently)."""
         raw = _raw_like(other, self)
+        if isinstance(raw, (complex, np.complexfloating)) or (
+                hasattr(raw, "dtype") and raw.dtype.kind == "c"):
+            raise TypeError(f"{op}: complex operands are not supported (the imaginary part "
+                            f"would be dropped), got {other!r}")
         if self._data.dtype.kind == "f":  # the common case: anything real fits a float
             return raw
         if isinstance(raw, (bool, int, float, np.generic)) or type(raw) is np.ndarray:
@@ -480,52 +625,102 @@ class Tensor:
             )
         return raw
 
-    def add_(self, other: Any, alpha: float = 1) -> "Tensor":
+    def add_(self, other: Any, alpha: float = 1, *, _op: str = "add_") -> "Tensor":
         """self += alpha * other, in place. On an integer or boolean tensor ``alpha`` must
         not be a float (it would be truncated; torch refuses it too)."""
-        self._check_inplace("add_")
         if not is_float_dtype(self.dtype) and np.result_type(alpha).kind == "f":
             raise TypeError(
-                f"add_: alpha must not be a floating point number for integer tensors, got "
+                f"{_op}: alpha must not be a floating point number for integer tensors, got "
                 f"alpha={alpha!r} for a tensor of dtype {self.dtype} (shape {self.shape})"
             )
-        o = self._inplace_operand("add_", other, "x + y")
-        self._data += o if alpha == 1 else o * self.dtype.type(alpha)
-        return self._bump()
+        o = self._inplace_operand(_op, other, "x + y")
+        if self._write_is_recorded(_op, other):
+            return self._record_update(_op, self + (other if alpha == 1 else other * alpha))
 
-    def sub_(self, other: Any) -> "Tensor":
-        self._check_inplace("sub_")
-        self._data -= self._inplace_operand("sub_", other, "x - y")
-        return self._bump()
+        def write() -> None:
+            self._data += o if alpha == 1 else o * self.dtype.type(alpha)
 
-    def mul_(self, other: Any) -> "Tensor":
-        self._check_inplace("mul_")
-        self._data *= self._inplace_operand("mul_", other, "x * y")
-        return self._bump()
+        return self._raw_write(_op, write)
 
-    def div_(self, other: Any) -> "Tensor":
+    def sub_(self, other: Any, *, _op: str = "sub_") -> "Tensor":
+        o = self._inplace_operand(_op, other, "x - y")
+        if self._write_is_recorded(_op, other):
+            return self._record_update(_op, self - other)
+        return self._raw_write(_op, lambda: self._data.__isub__(o))
+
+    def mul_(self, other: Any, *, _op: str = "mul_") -> "Tensor":
+        o = self._inplace_operand(_op, other, "x * y")
+        if self._write_is_recorded(_op, other):
+            return self._record_update(_op, self * other)
+        return self._raw_write(_op, lambda: self._data.__imul__(o))
+
+    def div_(self, other: Any, *, _op: str = "div_") -> "Tensor":
         """self /= other, in place: only for float tensors (true division of integers gives
         floats, which an integer tensor cannot hold)."""
-        self._check_inplace("div_")
         if not is_float_dtype(self.dtype):
             raise TypeError(
-                f"div_: true division gives floats, which cannot be written in place into "
+                f"{_op}: true division gives floats, which cannot be written in place into "
                 f"this tensor of dtype {self.dtype} (shape {self.shape}); use x / y, which "
                 f"returns a new float tensor, or convert first (e.g. x = x.float())"
             )
-        self._data /= self._inplace_operand("div_", other, "x / y")
-        return self._bump()
+        o = self._inplace_operand(_op, other, "x / y")
+        if self._write_is_recorded(_op, other):
+            return self._record_update(_op, self / other)
+        return self._raw_write(_op, lambda: self._data.__itruediv__(o))
+
+    def pow_(self, exponent: Any, *, _op: str = "pow_") -> "Tensor":
+        """self **= exponent (a constant scalar), in place; float tensors, or an integer
+        tensor with a non-negative integer exponent."""
+        result = self ** exponent  # checks the exponent as ** does
+        if result.dtype != self.dtype:
+            raise TypeError(
+                f"{_op}: the power {exponent!r} of a tensor of dtype {self.dtype} has dtype "
+                f"{result.dtype}, which cannot be written in place; use x ** {exponent!r}"
+            )
+        if self._write_is_recorded(_op):
+            return self._record_update(_op, result)
+        return self._raw_write(_op, lambda: self._data.__setitem__(Ellipsis, result._data))
+
+    # the augmented assignments act in place, as in torch (Python would rebind the name)
+    def __iadd__(self, other: Any) -> "Tensor":
+        return self.add_(other, _op="+= (in-place add)")
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return self.sub_(other, _op="-= (in-place subtract)")
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return self.mul_(other, _op="*= (in-place multiply)")
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return self.div_(other, _op="/= (in-place divide)")
+
+    def __ipow__(self, exponent: Any) -> "Tensor":
+        return self.pow_(exponent, _op="**= (in-place power)")
 
     def copy_(self, other: Any) -> "Tensor":
-        self._check_inplace("copy_")
-        src = other.data if isinstance(other, Tensor) else other
-        if not hasattr(src, "shape"):
-            src = np.asarray(src)
-        src = to_device(src, self.device)  # copy_ is the explicit way to copy across devices
-        if tuple(src.shape) != self.shape and src.ndim != 0:
-            raise ValueError(f"copy_: source shape {src.shape} != tensor shape {self.shape}")
-        self._data[...] = src
-        return self._bump()
+        """Copy ``other``'s values into this tensor (broadcast to its shape); differentiable
+        with respect to ``other`` when gradients are recorded. The explicit way to copy
+        across devices."""
+        src = other if isinstance(other, Tensor) else None
+        raw = other.data if isinstance(other, Tensor) else other
+        if not hasattr(raw, "shape"):
+            raw = np.asarray(raw)
+        self._inplace_operand("copy_", raw, "x = y.clone()")
+        if tuple(raw.shape) != self.shape and raw.ndim != 0:
+            try:
+                shape = np.broadcast_shapes(tuple(raw.shape), self.shape)
+            except ValueError:
+                shape = None
+            if shape != self.shape:
+                raise ValueError(f"copy_: source shape {tuple(raw.shape)} cannot be broadcast "
+                                 f"to the tensor's shape {self.shape}")
+        if self._write_is_recorded("copy_", other):
+            if src is not None and src.device != self.device:
+                src = src.to(self.device)
+            value = src if src is not None else to_device(raw, self.device)
+            return self._record_write("copy_", value)
+        raw = to_device(raw, self.device)  # copy_ is the explicit way to copy across devices
+        return self._raw_write("copy_", lambda: self._data.__setitem__(Ellipsis, raw))
 
     def fill_(self, value: Any) -> "Tensor":
         """Set every entry to ``value``, a real number (a Python or NumPy scalar, a 0-d array
@@ -536,10 +731,15 @@ class Tensor:
         fill_ keeps the tensor's dtype, so it does not promote as ``x + value`` does; a value
         the dtype would change (2.5 or nan into an integer tensor, 300 into uint8, 2 into
         bool) is a ValueError instead of being truncated, wrapped or squashed silently, and
-        a value that is no real number is a TypeError. Nothing is written then."""
-        self._check_inplace("fill_")
-        self._data[...] = _fill_value(value, self)
-        return self._bump()
+        a value that is no real number is a TypeError. Nothing is written then. On a tensor
+        in a graph the write is recorded (the old values get a zero gradient)."""
+        v = _fill_value(value, self)
+        if self._write_is_recorded("fill_", value):
+            xp = get_array_module(self._data)
+            src = value if isinstance(value, Tensor) else Tensor._wrap(
+                xp.asarray(v, dtype=self.dtype))
+            return self._record_write("fill_", src)
+        return self._raw_write("fill_", lambda: self._data.__setitem__(Ellipsis, v))
 
     def zero_(self) -> "Tensor":
         """Set every entry to zero (False for a boolean tensor); works for every dtype."""
@@ -549,7 +749,6 @@ class Tensor:
         """Clamp to [min, max] in place. The result must keep this tensor's dtype, so float
         bounds on an integer tensor are a TypeError (``clip`` returns a float32 tensor
         there; see :func:`tinygrad_rnn.ops.elementwise.clip_bounds`)."""
-        self._check_inplace("clip_")
         dtype, lo, hi = clip_bounds("clip_", self._data, min, max)
         if dtype != self.dtype:
             raise TypeError(
@@ -557,9 +756,24 @@ class Tensor:
                 f"cannot be written in place into this tensor of dtype {self.dtype} (shape "
                 f"{self.shape}); use clip(), which returns a new tensor, or integer bounds"
             )
+        if self._write_is_recorded("clip_"):
+            return self._record_update("clip_", self.clip(min, max))
         xp = get_array_module(self._data)
-        xp.clip(self._data, lo, hi, out=self._data)
-        return self._bump()
+        return self._raw_write("clip_", lambda: xp.clip(self._data, lo, hi, out=self._data))
+
+    clamp_ = clip_
+
+    def masked_fill_(self, mask: Any, value: float) -> "Tensor":
+        """Set the entries where ``mask`` is True to ``value``, in place (recorded on a
+        tensor in a graph, as :meth:`masked_fill`)."""
+        result = self.masked_fill(mask, value)
+        if result.dtype != self.dtype:
+            raise TypeError(f"masked_fill_: the value {value!r} gives dtype {result.dtype}, "
+                            f"which cannot be written into a tensor of dtype {self.dtype}")
+        if self._write_is_recorded("masked_fill_"):
+            return self._record_update("masked_fill_", result)
+        return self._raw_write("masked_fill_",
+                               lambda: self._data.__setitem__(Ellipsis, result._data))
 
     # ---------------------------------------------------------------- arithmetic sugar
     def __add__(self, o: Any) -> "Tensor":
@@ -616,28 +830,137 @@ class Tensor:
         return MatMul.apply(o, self)
 
     def __getitem__(self, index: Any) -> "Tensor":
-        return GetItem.apply(self, index=_index(index, get_array_module(self._data)))
+        """``x[index]``, as in torch: a basic index (integers, slices, ``None``, ``...``)
+        gives a view that shares memory with ``x`` (a write through it changes ``x``);
+        integer-array and boolean indices give a copy."""
+        index = _index(index, get_array_module(self._data))
+        out = GetItem.apply(self, index=index)
+        if not _is_advanced(index):
+            self._mark_view(out, ("index", index))
+        return out
 
-    # comparisons give boolean tensors without gradient
+    # ---------------------------------------------------------------- comparisons
+    # Elementwise, as in torch and NumPy, giving boolean tensors without gradient. Tensors
+    # stay hashable by identity (sets and dicts of parameters work), and nothing in the
+    # package compares tensors with == for identity (it uses `is` and id()).
+    def _compare(self, o: Any, name: str, ufunc: Callable) -> "Tensor":
+        if isinstance(o, Tensor) and o.device != self.device:
+            raise RuntimeError(f"{name}: the tensors are on {self.device} and {o.device}; "
+                               f"move one with .to()")
+        raw = _raw_like(o, self)
+        if isinstance(raw, (str, bytes)) or (hasattr(raw, "dtype") and raw.dtype == object):
+            raise TypeError(f"{name}: cannot compare a tensor of dtype {self.dtype} with "
+                            f"{o!r} ({type(o).__name__})")
+        try:
+            return Tensor._wrap(ufunc(self._data, raw))
+        except ValueError as err:
+            raise ValueError(f"{name}: shapes {self.shape} and {getattr(raw, 'shape', ())} do "
+                             f"not broadcast: {err}") from None
+
+    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+        if o is None:
+            return False  # as torch: `t == None` is False, not a tensor
+        return self._compare(o, "eq (==)", _ufunc("equal", self))
+
+    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+        if o is None:
+            return True
+        return self._compare(o, "ne (!=)", _ufunc("not_equal", self))
+
     def __lt__(self, o: Any) -> "Tensor":
-        return Tensor._wrap(self._data < _raw_like(o, self))
+        return self._compare(o, "lt (<)", _ufunc("less", self))
 
     def __le__(self, o: Any) -> "Tensor":
-        return Tensor._wrap(self._data <= _raw_like(o, self))
+        return self._compare(o, "le (<=)", _ufunc("less_equal", self))
 
     def __gt__(self, o: Any) -> "Tensor":
-        return Tensor._wrap(self._data > _raw_like(o, self))
+        return self._compare(o, "gt (>)", _ufunc("greater", self))
 
     def __ge__(self, o: Any) -> "Tensor":
-        return Tensor._wrap(self._data >= _raw_like(o, self))
+        return self._compare(o, "ge (>=)", _ufunc("greater_equal", self))
+
+    __hash__ = object.__hash__  # defining __eq__ would remove it: tensors hash by identity
 
     def eq(self, o: Any) -> "Tensor":
-        """Elementwise ==, as a boolean tensor (``==`` itself is identity, so tensors can be
-        kept in sets and dicts)."""
-        return Tensor._wrap(self._data == _raw_like(o, self))
+        """Elementwise ==, as a boolean tensor (the same as ``self == o``)."""
+        return self._compare(o, "eq", _ufunc("equal", self))
 
     def ne(self, o: Any) -> "Tensor":
-        return Tensor._wrap(self._data != _raw_like(o, self))
+        return self._compare(o, "ne", _ufunc("not_equal", self))
+
+    def lt(self, o: Any) -> "Tensor":
+        return self._compare(o, "lt", _ufunc("less", self))
+
+    def le(self, o: Any) -> "Tensor":
+        return self._compare(o, "le", _ufunc("less_equal", self))
+
+    def gt(self, o: Any) -> "Tensor":
+        return self._compare(o, "gt", _ufunc("greater", self))
+
+    def ge(self, o: Any) -> "Tensor":
+        return self._compare(o, "ge", _ufunc("greater_equal", self))
+
+    def equal(self, o: Any) -> bool:
+        """True when ``o`` is a tensor of the same shape with equal entries (torch.equal)."""
+        if not isinstance(o, Tensor):
+            raise TypeError(f"equal: expected a Tensor, got {type(o).__name__}")
+        xp = get_array_module(self._data)
+        return self.shape == o.shape and bool(xp.all((self == o)._data))
+
+    def all(self) -> "Tensor":
+        """True when every entry is nonzero, as a 0-d boolean tensor."""
+        return Tensor._wrap(get_array_module(self._data).all(self._data))
+
+    def any(self) -> "Tensor":
+        """True when some entry is nonzero, as a 0-d boolean tensor."""
+        return Tensor._wrap(get_array_module(self._data).any(self._data))
+
+    # logical and bitwise operators on boolean and integer tensors (no gradient)
+    def _logical(self, o: Any, name: str, ufunc: str) -> "Tensor":
+        raw = o.data if isinstance(o, Tensor) else o
+        kinds = [self.dtype.kind, np.result_type(raw).kind if not hasattr(raw, "dtype")
+                 else raw.dtype.kind]
+        if any(k not in "biu" for k in kinds):
+            raise TypeError(f"{name}: only boolean and integer tensors, got dtype "
+                            f"{self.dtype} with {type(o).__name__} {o!r}"[:300])
+        return Tensor._wrap(getattr(get_array_module(self._data), ufunc)(self._data, raw))
+
+    def __and__(self, o: Any) -> "Tensor":
+        return self._logical(o, "& (and)", "bitwise_and")
+
+    __rand__ = __and__
+
+    def __or__(self, o: Any) -> "Tensor":
+        return self._logical(o, "| (or)", "bitwise_or")
+
+    __ror__ = __or__
+
+    def __xor__(self, o: Any) -> "Tensor":
+        return self._logical(o, "^ (xor)", "bitwise_xor")
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> "Tensor":
+        if self.dtype.kind not in "biu":
+            raise TypeError(f"~ (invert): only boolean and integer tensors, got dtype "
+                            f"{self.dtype}")
+        return Tensor._wrap(~self._data)
+
+    def _logical_(self, o: Any, name: str, ufunc: str) -> "Tensor":
+        result = self._logical(o, name, ufunc)
+        if result.dtype != self.dtype:
+            raise TypeError(f"{name}: the result has dtype {result.dtype}, which cannot be "
+                            f"written in place into a tensor of dtype {self.dtype}")
+        return self._raw_write(name, lambda: self._data.__setitem__(Ellipsis, result._data))
+
+    def __iand__(self, o: Any) -> "Tensor":
+        return self._logical_(o, "&= (in-place and)", "bitwise_and")
+
+    def __ior__(self, o: Any) -> "Tensor":
+        return self._logical_(o, "|= (in-place or)", "bitwise_or")
+
+    def __ixor__(self, o: Any) -> "Tensor":
+        return self._logical_(o, "^= (in-place xor)", "bitwise_xor")
 
     # ---------------------------------------------------------------- NumPy-named methods
     def sum(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
@@ -657,9 +980,39 @@ class Tensor:
     def reshape(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return Reshape.apply(self, shape=tuple(int(s) for s in shape))
+        shape = tuple(int(s) for s in shape)
+        return self._mark_view(Reshape.apply(self, shape=shape), ("reshape", shape))
 
-    view = reshape
+    def view(self, *shape: Any) -> "Tensor":
+        """The same data seen with another shape: always a view, as torch's ``view``. When
+        the memory layout does not allow one (a transposed tensor), a RuntimeError says to
+        use :meth:`reshape` (which copies then) or ``contiguous()`` first."""
+        out = self.reshape(*shape)
+        if out._base is None and self.size:
+            raise RuntimeError(
+                f"view: a tensor of shape {self.shape} with this memory layout (strides "
+                f"{self._data.strides}) cannot be viewed as shape {out.shape} without a copy; "
+                f"use .reshape(...) (copies when needed) or .contiguous().view(...)"
+            )
+        return out
+
+    def contiguous(self) -> "Tensor":
+        """This tensor when its data is C-contiguous, else a differentiable contiguous
+        copy."""
+        return self if self._data.flags.c_contiguous else self.clone()
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+        """The view ``self[..., start:start+length, ...]`` along ``dim`` (torch's narrow)."""
+        axis = _check_axis("narrow", dim, self.ndim, self.shape)
+        n = self.shape[axis]
+        if not -n <= start <= n or length < 0 or start % max(n, 1) + length > n:
+            raise IndexError(f"narrow: start {start} and length {length} do not fit dimension "
+                             f"{axis} of size {n} (shape {self.shape})")
+        start = start + n if start < 0 else start
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
 
     def flatten(self) -> "Tensor":
         return self.reshape(-1)
@@ -678,17 +1031,24 @@ class Tensor:
         ``transpose(0, 1)`` as the identity permutation and torch swaps: the torch
         meaning wins, since a silent no-op would hide the bug."""
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            return Transpose.apply(self, axes=tuple(axes[0]))
+            return self._permuted(tuple(axes[0]), "transpose")
         if len(axes) == 2:
             return self._swap("transpose", *axes)
-        return Transpose.apply(self, axes=tuple(axes) if axes else None)
+        return self._permuted(tuple(axes) if axes else None, "transpose")
+
+    def _permuted(self, axes: tuple | None, op: str) -> "Tensor":
+        """The view of this tensor with its axes permuted (Transpose, a view)."""
+        out = Transpose.apply(self, axes=axes, op=op)
+        if axes is None:
+            axes = tuple(reversed(range(self.ndim)))
+        return self._mark_view(out, ("transpose", tuple(int(a) % self.ndim for a in axes)))
 
     def permute(self, *axes: Any) -> "Tensor":
         """The permutation ``axes`` (every axis once): ``t.permute(2, 0, 1)`` or
         ``t.permute((2, 0, 1))``, as torch's ``permute`` and NumPy's ``transpose``."""
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return Transpose.apply(self, axes=tuple(axes), op="permute")
+        return self._permuted(tuple(axes), "permute")
 
     def swapaxes(self, a: int, b: int) -> "Tensor":
         """Swap axes ``a`` and ``b`` (NumPy's ``swapaxes``, torch's ``transpose(a, b)``)."""
@@ -702,7 +1062,7 @@ class Tensor:
         b = _check_axis(op, b, self.ndim, self.shape)
         axes = list(range(self.ndim))
         axes[a], axes[b] = axes[b], axes[a]
-        return Transpose.apply(self, axes=tuple(axes))
+        return self._permuted(tuple(axes), op)
 
     def unsqueeze(self, axis: int) -> "Tensor":
         axis = _check_axis("unsqueeze", axis, self.ndim + 1, self.shape)
@@ -719,9 +1079,22 @@ class Tensor:
         return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
 
     def broadcast_to(self, shape: Sequence[int]) -> "Tensor":
-        return BroadcastTo.apply(self, shape=tuple(shape))
+        """A read-only view with ``shape`` (as torch's ``expand``: entries share memory, so an
+        in-place write into the result is refused)."""
+        shape = tuple(shape)
+        return self._mark_view(BroadcastTo.apply(self, shape=shape), ("expand", shape))
 
-    expand = broadcast_to
+    def expand(self, *shape: Any) -> "Tensor":
+        """torch's ``expand``: ``x.expand(3, 4)`` or ``x.expand((3, 4))``; -1 keeps a size."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        lead = len(shape) - self.ndim
+        if lead < 0:
+            raise ValueError(f"expand: {len(shape)} sizes given for a tensor of shape "
+                             f"{self.shape}; give at least {self.ndim}")
+        sizes = tuple(self.shape[i - lead] if s == -1 and i >= lead else s
+                      for i, s in enumerate(shape))
+        return self.broadcast_to(sizes)
 
     def exp(self) -> "Tensor":
         return Exp.apply(self)
@@ -948,6 +1321,11 @@ def _index(index: Any, xp: Any = np) -> Any:
     return tuple(out)
 
 
+def _ufunc(name: str, t: Tensor) -> Callable:
+    """The ufunc ``name`` of the array module of ``t``'s data."""
+    return getattr(get_array_module(t._data), name)
+
+
 def _kind_rank(dtype: Any) -> int:
     """0 for bool, 1 for integers, 2 for floats: the categories of type promotion."""
     kind = np.dtype(dtype).kind
@@ -1156,6 +1534,8 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
         # and all-float inputs need no dtype promotion: one loop tests both
         t0 = type(tensors[0]._data)
         for t in tensors:
+            if t._base is not None and t._gen != t._base._gen:
+                t._refresh_view()  # its base was rebased by a recorded in-place write
             d = t._data
             if type(d) is not t0 or d.dtype.kind != "f":
                 if any(type(u._data) is not t0 for u in tensors):
@@ -1169,7 +1549,7 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
                 if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
                     _check_devices(fn, tensors, (name, v))
     ctx = Context(fn)
-    if _GradMode.enabled:
+    if _GRAD_MODE.enabled:
         needs = tuple([t._requires_grad for t in tensors])
         record = True in needs
     else:
@@ -1187,6 +1567,8 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
     _share_versions(results, tensors)
     if record:
         ctx.inputs = tensors
+        if REBASES.value:
+            ctx.clock = REBASES.value
         ctx.n_outputs = len(outs)
         if multi:
             # what the engine needs to make a zero gradient for an output that gets none (a

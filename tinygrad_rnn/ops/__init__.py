@@ -8,7 +8,9 @@ from .linalg import MatMul
 from .losses import BCEWithLogits, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy
 from .reductions import Max, Mean, Min, Sum
 from .selection import Dropout, Embedding, MaskedFill, Where, check_token_ids
-from .shape import BroadcastTo, Concatenate, GetItem, Reshape, Split, Stack, Transpose
+from .shape import (
+    BroadcastTo, Concatenate, GetItem, Reshape, Split, Stack, Transpose, ViewOf, WriteRegion,
+)
 
 __all__ = [
     "Context", "Function", "sum_to_shape", "broadcast_shape", "stable_sigmoid",
@@ -17,5 +19,5 @@ __all__ = [
     "Minimum", "Clip", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MatMul", "Sum",
     "Mean", "Max", "Min", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack",
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
-    "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits",
+    "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
 ]

@@ -54,6 +54,7 @@ class Context:
     out_hooks: dict | None = None  # output index -> gradient hooks (Tensor.register_hook)
     out_retain: dict | None = None  # output index -> weak reference (Tensor.retain_grad)
     mixed_dtypes = False  # inputs and outputs hold more than one float dtype
+    clock = 0  # engine.REBASES when recorded (set only once some in-place write rebased)
 
     def __init__(self, fn: type) -> None:
         self.fn = fn

@@ -5,6 +5,7 @@ computed, so each VJP is exact.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -86,7 +87,8 @@ class BroadcastTo(Function):
         shape = tuple(shape)
         if broadcast_shape("broadcast_to", x.shape, shape) != shape:
             raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
-        return get_array_module(x).broadcast_to(x, shape).copy()
+        # a read-only view, as torch's expand: entries share memory, so writing is refused
+        return get_array_module(x).broadcast_to(x, shape)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
@@ -235,8 +237,9 @@ class GetItem(Function):
         except IndexError as err:
             raise IndexError(f"getitem: index {index!r} for shape {x.shape}: {err}") from None
         ctx.index, ctx.in_shape, ctx.advanced = index, x.shape, _is_advanced(index)
-        xp = get_array_module(x)
-        return y.copy() if ctx.advanced is False and y.base is not None else xp.asarray(y)
+        if ctx.advanced:
+            return get_array_module(x).asarray(y)  # a copy, as in torch and NumPy
+        return basic_view(x, index)  # a view: writes through it reach x (torch's rule)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
@@ -247,3 +250,112 @@ class GetItem(Function):
         else:
             dx[ctx.index] = g
         return dx
+
+
+# ------------------------------------------------------------------------- views
+# A view is described by the steps that make it from its base's array: ("index", index)
+# for basic indexing, ("reshape", shape), ("transpose", axes), ("expand", shape). The
+# tensor layer records them on every view (tinygrad_rnn/tensor.py, "Views"); the two ops
+# below use them to route gradients when a write through a view is recorded.
+
+
+def basic_view(x: Any, index: tuple) -> Any:
+    """``x[index]`` for a basic index (ints, slices, None, ...), always a view of ``x``, also
+    when every axis gets an integer (NumPy would return a copied scalar there; a trailing
+    ``...`` keeps the 0-d result a view)."""
+    if not any(i is Ellipsis for i in index):
+        index = index + (Ellipsis,)
+    return x[index]
+
+
+def apply_view_steps(a: Any, steps: tuple) -> Any:
+    """The array the view ``steps`` make from ``a`` (a view where NumPy can make one)."""
+    xp = get_array_module(a)
+    for kind, arg in steps:
+        if kind == "index":
+            a = a[arg] if _is_advanced(arg) else basic_view(a, arg)
+        elif kind == "reshape":
+            a = a.reshape(arg)
+        elif kind == "transpose":
+            a = a.transpose(arg)
+        else:  # "expand"
+            a = xp.broadcast_to(a, arg)
+    return a
+
+
+def _region_of(g: Any, steps: tuple) -> tuple:
+    """(flat, positions): ``g`` as a flat C-ordered copy and the flat positions of the
+    entries the view ``steps`` select, in the view's shape. Exact whatever the memory layout
+    (a reshape that copies still carries the positions)."""
+    xp = get_array_module(g)
+    positions = apply_view_steps(xp.arange(g.size).reshape(g.shape), steps)
+    return xp.ascontiguousarray(g).reshape(-1).copy(), positions
+
+
+class ViewOf(Function):
+    """y = the view ``steps`` of x, recorded again after x was rebased by a recorded in-place
+    write (the view's values changed with x's, so its graph must lead to the new x).
+    VJP: dL/dx = g scattered into zeros at the view's entries (summed where an expanded
+    view repeats one)."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, steps: tuple) -> Any:
+        ctx.steps, ctx.in_shape = steps, x.shape
+        return apply_view_steps(x, steps)
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        xp = get_array_module(g)
+        dx, positions = _region_of(xp.zeros(ctx.in_shape, dtype=g.dtype), ctx.steps)
+        xp.add.at(dx, positions.reshape(-1), xp.broadcast_to(g, positions.shape).reshape(-1))
+        return dx.reshape(ctx.in_shape)
+
+
+class WriteRegion(Function):
+    """base' = base with the region ``steps`` (a view's steps, then the written index)
+    replaced by ``value`` (broadcast to the region), written into base's own memory: the
+    recorded form of ``base[index] = value``, of ``view.fill_``/``copy_`` and of an in-place
+    operator on a view or a tensor in a graph (``h += x``, ``out[t] = h_t``).
+
+    The output is base's array itself, so every view of base sees the write.
+    VJP: dL/dbase = g with the region set to 0 (those entries were overwritten);
+    dL/dvalue = g at the region (summed to value's shape by the engine)."""
+
+    @staticmethod
+    def forward(ctx: Context, base: Any, value: Any, steps: tuple, op: str) -> Any:
+        if steps and steps[-1][0] == "index" and _is_advanced(steps[-1][1]):
+            target, last = apply_view_steps(base, steps[:-1]), steps[-1][1]
+            _check_distinct(op, target.shape, last)
+        else:
+            target, last = apply_view_steps(base, steps), (Ellipsis,)
+        if target is not base and not get_array_module(base).may_share_memory(target, base):
+            raise RuntimeError(f"{op}: the region written is not a view of its base "
+                               f"(shape {base.shape}); write into the base directly")
+        try:
+            target[last] = value
+        except ValueError as err:
+            raise ValueError(f"{op}: cannot write a value of shape {value.shape} into a region "
+                             f"of shape {target[last].shape}: {err}") from None
+        ctx.steps, ctx.shape = steps, base.shape
+        return base
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        flat, positions = _region_of(g, ctx.steps)
+        dvalue = flat[positions]
+        flat[positions] = 0
+        return flat.reshape(ctx.shape), dvalue
+
+
+def _check_distinct(op: str, shape: tuple, index: tuple) -> None:
+    """ValueError when an advanced index written into selects one entry twice: only the last
+    write survives, so the gradient of the overwritten values is not defined."""
+    xp = get_array_module(*[i for i in index if hasattr(i, "dtype")] or [np.empty(0)])
+    positions = xp.arange(math.prod(shape)).reshape(shape)[index]
+    if positions.size and xp.unique(positions).size != positions.size:
+        raise ValueError(
+            f"{op}: the index {index!r} selects some entries of shape {shape} more than once; "
+            f"a recorded write needs distinct entries (only the last write of a repeated "
+            f"entry survives, so its gradient is undefined). Deduplicate the index, or add "
+            f"with index_add-style code: base = base + scattered values"
+        )
