@@ -78,10 +78,10 @@ from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..data.text import BOS_ID
 from ..nn import init
 from ..nn.classify import IGNORE_INDEX, _Inference, recurrent_layer
-from ..nn.layers import Dropout, Embedding, Linear
+from ..nn.layers import Dropout, Embedding, Linear, _finite, _flag, _probability, check_ids
 from ..nn.module import Module
 from ..random import get_generator
-from ..tensor import Tensor, zeros
+from ..tensor import Tensor, host_lengths, zeros
 
 __all__ = ["RNNLM", "FeedForwardLM", "lm_loss", "make_contexts"]
 
@@ -90,6 +90,49 @@ def _positive_int(value: Any, name: str, owner: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _dropout(value: Any, owner: str) -> float:
+    """A dropout probability in [0, 1) (1 would drop everything), named in the errors."""
+    p = _probability(value, "dropout", owner)
+    if p == 1.0:
+        raise ValueError(f"{owner}: dropout must be in [0, 1), got {value!r}")
+    return p
+
+
+def _init_range(value: Any, owner: str) -> float:
+    r = _finite(value, "init_range", owner)
+    if not r > 0:
+        raise ValueError(f"{owner}: init_range must be positive, got {value!r}")
+    return r
+
+
+def _check_state(state: Any, cell: str, owner: str) -> None:
+    """A carried state is None, a Tensor or array (L, N, H), or for an LSTM a pair of them;
+    anything else (a string, a number, a dict) is a TypeError naming ``owner``."""
+    if state is None:
+        return
+    parts = state if cell == "lstm" and isinstance(state, (tuple, list)) else (state,)
+    for part in parts:
+        if not (isinstance(part, Tensor) or hasattr(part, "shape") or isinstance(part, list)):
+            want = "a pair (h_0, c_0)" if cell == "lstm" else "a Tensor (L, N, H)"
+            raise TypeError(f"{owner}: state must be {want} as returned by a previous call "
+                            f"or init_state(N), or None, got {type(state).__name__}")
+
+
+def _check_lengths(lengths: Any, N: int, T: int, owner: str) -> None:
+    """``lengths`` (N,) integers in [0, T], or None; errors name ``owner``."""
+    if lengths is None:
+        return
+    lens = host_lengths(lengths, owner)
+    if lens.shape != (N,):
+        raise ValueError(f"{owner}: lengths must have shape ({N},) for ids of shape ({N}, {T}), "
+                         f"got shape {lens.shape}")
+    bad = np.flatnonzero((lens < 0) | (lens > T))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{owner}: lengths[{k}] = {int(lens[k])} is outside [0, {T}] "
+                         f"(ids have T = {T} steps)")
 
 
 def _special_id(value: Any, name: str, owner: str, V: int | None = None) -> int:
@@ -279,16 +322,18 @@ class RNNLM(Module):
         D = _positive_int(embedding_dim, "embedding_dim", owner)
         H = _positive_int(hidden_size, "hidden_size", owner)
         L = _positive_int(num_layers, "num_layers", owner)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"{owner}: dropout must be in [0, 1), got {dropout}")
+        dropout = _dropout(dropout, owner)
+        tie_weights = _flag(tie_weights, "tie_weights", owner)
+        if padding_idx is not None:
+            _special_id(padding_idx % V if isinstance(padding_idx, (int, np.integer))
+                        and -V <= padding_idx < 0 else padding_idx, "padding_idx", owner, V)
         if tie_weights and D != H:
             raise ValueError(
                 f"{owner}: tie_weights=True uses the embedding matrix (V, embedding_dim) = "
                 f"({V}, {D}) as the decoder weight (V, hidden_size) = ({V}, {H}), so it needs "
                 f"embedding_dim == hidden_size; got embedding_dim={D}, hidden_size={H}"
             )
-        if not init_range > 0:
-            raise ValueError(f"{owner}: init_range must be positive, got {init_range}")
+        init_range = _init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.embedding_dim, self.hidden_size = V, D, H
         self.num_layers, self.cell = L, str(cell).lower()
@@ -344,6 +389,9 @@ class RNNLM(Module):
         if len(shape) != 2:
             raise ValueError(f"RNNLM: expected token ids of shape (N, T), got shape {shape}; "
                              "use ids[None] for one sequence")
+        check_ids("RNNLM", "ids", ids, self.vocab_size)
+        _check_lengths(lengths, shape[0], shape[1], "RNNLM")
+        _check_state(state, self.cell, "RNNLM")
         emb = self.drop(self.embedding(ids))                       # (N, T, D)
         out, new_state = self.rnn(emb, state, lengths)             # (N, T, H)
         return self.decoder(self.drop(out)), new_state             # (N, T, V)
@@ -461,11 +509,10 @@ class FeedForwardLM(Module):
         n1 = _positive_int(context_size, "context_size", owner)
         m = _positive_int(embedding_dim, "embedding_dim", owner)
         h = _positive_int(hidden_size, "hidden_size", owner)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"{owner}: dropout must be in [0, 1), got {dropout}")
+        dropout = _dropout(dropout, owner)
+        direct = _flag(direct, "direct", owner)
         bos_id = _special_id(bos_id, "bos_id", owner, V)
-        if not init_range > 0:
-            raise ValueError(f"{owner}: init_range must be positive, got {init_range}")
+        init_range = _init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.context_size = V, n1
         self.embedding_dim, self.hidden_size, self.bos_id = m, h, int(bos_id)
@@ -487,6 +534,7 @@ class FeedForwardLM(Module):
             raise ValueError(f"FeedForwardLM: contexts must have shape (N, {self.context_size})"
                              f" (context_size = n - 1 = {self.context_size} previous ids), got "
                              f"shape {shape}")
+        check_ids("FeedForwardLM", "contexts", contexts, self.vocab_size)
         emb = self.embedding(contexts)                                   # (*, n-1, m)
         x = self.drop(emb.reshape(*shape[:-1], self.context_size * self.embedding_dim))
         a = self.drop(F.tanh(self.hidden(x)))                            # (*, h)

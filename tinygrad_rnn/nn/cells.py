@@ -26,7 +26,7 @@ from ..backend import DEFAULT_FLOAT, get_array_module
 from ..engine import no_grad
 from ..random import get_generator
 from ..tensor import Tensor, split
-from .layers import _finite, _flag, _float_dtype, _size
+from .layers import _finite, _flag, _float_dtype, _size, as_input
 from .module import Module, Parameter
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn_step", "gru_step", "lstm_step"]
@@ -214,7 +214,7 @@ class RNNCell(_CellBase):
         super().__init__(input_size, hidden_size, bias, dtype, generator)
 
     def forward(self, input: Any, hx: Any = None) -> Tensor:
-        x, unbatched = self._check_input(_as_tensor(input), hx)
+        x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h = self._state(hx, x, unbatched)
         xw = F.linear(x, self.weight_ih, self.bias_ih)
         h = rnn_step(xw, h, self.weight_hh, self.bias_hh, self.nonlinearity)
@@ -250,7 +250,7 @@ class GRUCell(_CellBase):
         super().__init__(input_size, hidden_size, bias, dtype, generator)
 
     def forward(self, input: Any, hx: Any = None) -> Tensor:
-        x, unbatched = self._check_input(_as_tensor(input), hx)
+        x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h = self._state(hx, x, unbatched)
         xw = F.linear(x, self.weight_ih, self.bias_ih)
         h = gru_step(xw, h, self.weight_hh, self.bias_hh, self.reset)
@@ -290,7 +290,7 @@ class LSTMCell(_CellBase):
             _set_forget_bias(self.bias_ih, self.bias_hh, hidden_size, forget_bias, coupled)
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Tensor]:
-        x, unbatched = self._check_input(_as_tensor(input), hx)
+        x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h0, c0 = _lstm_state_pair("LSTMCell", hx)
         h = self._state(h0, x, unbatched, "h_0")
         c = self._state(c0, x, unbatched, "c_0")
@@ -358,15 +358,12 @@ def as_state(hx: Any, x: Tensor, what: str) -> Tensor:
     Tensor or device array on another device raises a RuntimeError naming both devices
     (moving it silently would hide a bug, and would cut its gradient)."""
     if not isinstance(hx, Tensor):
-        xp = get_array_module(hx)
-        if xp is np:
-            return Tensor(hx, device=x.device)
-        hx = Tensor(hx)
+        owner, _, name = what.partition(": ")
+        hx = as_input(hx, name or "state", owner)  # None, a str: a TypeError naming what
+        if hx.device != x.device and get_array_module(hx.data) is np:
+            return hx.to(x.device)
     if hx.device != x.device:
         raise RuntimeError(f"{what} is on {hx.device} but the input is on {x.device}; move "
                            f"one with .to({x.device!r}) or .to({hx.device!r})")
     return hx
 
-
-def _as_tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)

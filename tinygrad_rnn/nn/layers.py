@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module, is_float_dtype
+from ..backend import DEFAULT_FLOAT, get_array_module, is_float_dtype, to_device
 from ..random import get_generator
 from ..tensor import Tensor
 from . import init
@@ -84,6 +84,8 @@ def _finite(value: Any, name: str, owner: str) -> float:
     """``value`` as a finite Python float: a TypeError naming ``owner`` and ``name`` unless it
     is a real number (a Python or NumPy int or float; a bool or a string is none), a
     ValueError when it is inf or nan."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]  # a 0-d array of a number counts as the number
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{owner}: {name} must be a real number, got {value!r} "
@@ -95,6 +97,80 @@ def _finite(value: Any, name: str, owner: str) -> float:
     if not math.isfinite(number):
         raise ValueError(f"{owner}: {name} must be a finite number, got {value!r}")
     return number
+
+
+def _probability(value: Any, name: str, owner: str) -> float:
+    """``value`` as a float in [0, 1] (a dropout or sampling probability): a TypeError naming
+    ``owner`` and ``name`` unless it is a real number (``'0.1'`` is a string, not a
+    number), a ValueError when it is nan or outside [0, 1]."""
+    p = _finite(value, name, owner)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{owner}: {name} must be in [0, 1], got {value!r}")
+    return p
+
+
+def _generator(generator: Any, owner: str) -> np.random.Generator:
+    """:func:`tinygrad_rnn.random.get_generator` with a TypeError that names ``owner``."""
+    if generator is None or isinstance(generator, np.random.Generator) or (
+            isinstance(generator, (int, np.integer)) and not isinstance(generator, bool)):
+        return get_generator(generator)
+    raise TypeError(f"{owner}: generator must be an int seed, a numpy.random.Generator or "
+                    f"None, got {generator!r} ({type(generator).__name__})")
+
+
+def as_input(x: Any, name: str, owner: str) -> Tensor:
+    """``x`` as a Tensor: a Tensor as it is, a device array or host array-like of numbers
+    (a NumPy array of any layout, a list, a NumPy scalar) converted as ``tr.tensor`` does;
+    a TypeError naming ``owner`` and ``name`` for anything else (None, a string, a dict, an
+    object array) instead of an error from deep inside the first op."""
+    if isinstance(x, Tensor):
+        return x
+    if get_array_module(x) is not np:
+        return Tensor(x)
+    got = type(x).__name__
+    if x is None or isinstance(x, (str, bytes, dict, set)):
+        raise TypeError(f"{owner}: {name} must be a Tensor or an array of numbers, got {got}")
+    try:
+        dtype = np.asarray(x).dtype
+    except (TypeError, ValueError) as err:  # ragged nested lists
+        raise TypeError(f"{owner}: {name} must be a Tensor or an array of numbers, got a "
+                        f"{got} that is not one ({err})") from None
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{owner}: {name} must be a Tensor or an array of numbers, got a "
+                        f"{got} of dtype {dtype}")
+    return Tensor(x)
+
+
+def check_features(owner: str, name: str, x: Tensor, size: int, what: str) -> None:
+    """Refuse an input whose last dimension is not ``size`` (``what`` names the size, e.g.
+    ``in_features``), naming ``owner``, ``name`` and the full shape."""
+    if x.ndim == 0 or x.shape[-1] != size:
+        raise ValueError(f"{owner}: {name} of shape {tuple(x.shape)} does not fit {what} = "
+                         f"{size}; the last dimension must be {size}")
+
+
+def check_ids(owner: str, name: str, ids: Any, size: int,
+              what: str = "vocabulary size") -> None:
+    """Refuse token ids that are not integers (TypeError) or lie outside [0, ``size``)
+    (IndexError naming the first offending id, its position and ``size``), each naming
+    ``owner`` and ``name``. ``ids`` is a Tensor, a device array or host array-like."""
+    raw = ids.data if isinstance(ids, Tensor) else ids
+    if get_array_module(raw) is np:
+        try:
+            raw = np.asarray(raw)
+        except (TypeError, ValueError):
+            raise TypeError(f"{owner}: {name} must be integer ids, got a "
+                            f"{type(ids).__name__} that is not an array") from None
+    if raw.dtype.kind not in "iu":
+        raise TypeError(f"{owner}: {name} must be integer ids, got {type(ids).__name__} of "
+                        f"dtype {raw.dtype} (convert whole-number ids with "
+                        f".astype(np.int64))")
+    bad = (raw < 0) | (raw >= size)
+    xp = get_array_module(raw)
+    if bool(xp.any(bad)):  # one device-to-host copy of a flag; the position only on error
+        pos = tuple(int(i) for i in np.argwhere(to_device(bad, "cpu"))[0])
+        raise IndexError(f"{owner}: {name} id {int(raw[pos])} at position {pos} is out of "
+                         f"range for {what} {size} (valid ids: 0 .. {size - 1})")
 
 
 def _table_data(table: Any) -> Any:
@@ -168,9 +244,10 @@ class Linear(Module):
         super().__init__()
         in_features = _size(in_features, "in_features", "Linear", minimum=0)
         out_features = _size(out_features, "out_features", "Linear", minimum=0)
+        bias = _flag(bias, "bias", "Linear")
         dt = _float_dtype(dtype, "Linear")
         self.in_features, self.out_features = in_features, out_features
-        rng = get_generator(generator)
+        rng = _generator(generator, "Linear")
         k = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(np.zeros((out_features, in_features), dtype=dt))
         init.uniform_(self.weight, -k, k, generator=rng)
@@ -181,7 +258,9 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
+        x = as_input(x, "input", "Linear")
         check_input_dtype("Linear", "input", x, self.weight.dtype)
+        check_features("Linear", "input", x, self.in_features, "in_features")
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -269,6 +348,7 @@ class Embedding(Module):
         return emb
 
     def forward(self, ids: Any) -> Tensor:
+        check_ids("Embedding", "input", ids, self.num_embeddings, "num_embeddings")
         return F.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
@@ -302,9 +382,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, generator: Any = None) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = float(p)
+        self.p = _probability(p, "p", "Dropout")
         if generator is None:
             default = get_generator(None)
             try:

@@ -69,7 +69,11 @@ class Parameter(Tensor):
             data = np.empty((0,), dtype=np.float32)
         if isinstance(data, Tensor):
             data = data.data  # values only: a parameter is a leaf
-        super().__init__(data, requires_grad=requires_grad)
+        try:
+            super().__init__(data, requires_grad=requires_grad)
+        except (TypeError, ValueError) as err:  # name the class the user called
+            message = str(err).removeprefix("Tensor: ")
+            raise type(err)(f"Parameter: {message}") from None
 
     def __repr__(self) -> str:
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="Parameter(")
@@ -83,6 +87,14 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list
     unexpected_keys: list
+
+
+def _check_bool(where: str, name: str, value: Any) -> None:
+    """A TypeError naming ``where`` and ``name`` unless ``value`` is a Python or NumPy bool
+    (``'no'`` would be truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
+                        f"({type(value).__name__})")
 
 
 def _as_buffer(value: Any) -> Tensor | None:
@@ -215,7 +227,8 @@ class Module:
         self._check_initialised("sub-modules")
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module")
+            raise TypeError(f"{type(self).__name__}: sub-module {name!r} must be a Module, got "
+                            f"{type(module).__name__}")
         if name not in self._modules:
             self._unregister(name)
         self._modules[name] = module
@@ -427,6 +440,7 @@ class Module:
                 f"load_state_dict: expected a mapping of key -> array, got "
                 f"{type(state_dict).__name__}"
             )
+        _check_bool("load_state_dict", "strict", strict)
         targets = self.state_dict(keep_vars=True)
         missing = [k for k in targets if k not in state_dict]
         unexpected = [k for k in state_dict if k not in targets]
@@ -502,6 +516,7 @@ class Module:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         """Switch gradient recording of every parameter on or off (freezing); returns self."""
+        _check_bool("requires_grad_", "requires_grad", requires_grad)
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -536,7 +551,10 @@ class Module:
                     raise TypeError("to(): dtype given twice")
                 dtype = a
         if device is not None:
-            device = normalize_device(device)
+            try:
+                device = normalize_device(device)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"{type(self).__name__}.to: {err}") from None
             module_for_device(device)  # a clear error now if CuPy or a GPU is missing
         if dtype is not None:
             dtype = np.dtype(dtype)

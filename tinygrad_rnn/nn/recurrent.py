@@ -68,7 +68,7 @@ from ..tensor import Tensor, host_lengths, split, stack, where
 from .cells import (
     _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
 )
-from .layers import _finite, _flag, _float_dtype, _size
+from .layers import _finite, _flag, _float_dtype, _probability, _size, as_input
 from .module import Module, Parameter
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
@@ -243,8 +243,7 @@ class RNNBase(Module):
         bias = _flag(bias, "bias", name)
         batch_first = _flag(batch_first, "batch_first", name)
         bidirectional = _flag(bidirectional, "bidirectional", name)
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"{name}: dropout must be in [0, 1], got {dropout}")
+        dropout = _probability(dropout, "dropout", name)
         if engine not in ("fused", "autograd"):
             raise ValueError(f"{name}: engine must be 'fused' or 'autograd', got {engine!r}")
         if nonlinearity not in ("tanh", "relu"):
@@ -360,6 +359,16 @@ class RNNBase(Module):
                 out[base] = p
         return out
 
+    @property
+    def track_state_grads(self) -> bool:
+        """Record dL/dh_t per step in :attr:`state_grads` (a bool; see the module
+        docstring)."""
+        return self._track_state_grads
+
+    @track_state_grads.setter
+    def track_state_grads(self, value: bool) -> None:
+        self._track_state_grads = _flag(value, "track_state_grads", type(self).__name__)
+
     def _check_input(self, x: Tensor) -> tuple[Tensor, bool]:
         name = type(self).__name__
         if x.ndim not in (2, 3):
@@ -442,8 +451,7 @@ class RNNBase(Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, input: Any, hx: Any = None, lengths: Any = None) -> Any:
-        x = input if isinstance(input, Tensor) else Tensor(input)
-        x, unbatched = self._check_input(x)
+        x, unbatched = self._check_input(as_input(input, "input", type(self).__name__))
         T, N = x.shape[0], x.shape[1]
         lens = self._lengths(lengths, T, N)
         valid = None
