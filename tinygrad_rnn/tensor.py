@@ -443,7 +443,7 @@ class Tensor:
     #   of the base tensor (the tensor itself, or the one a view shows), which is rebased
     #   onto that node. Nodes recorded earlier keep reaching the old state
     #   (tinygrad_rnn.engine.as_seen_by), views of the base are re-recorded on their next
-    #   use (_refresh_view). docs/engine.md, section 12, "Views and in-place writes".
+    #   use (_refresh_view). docs/engine.md, section 11, "Views and in-place writes".
     # A leaf that requires a gradient (a parameter), or a view of one, is written only
     # inside no_grad, as in torch.
 

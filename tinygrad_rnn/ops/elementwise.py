@@ -65,7 +65,11 @@ class Mul(Function):
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         broadcast_shape("mul", a.shape, b.shape)
-        ctx.save_for_backward(a, b)
+        needs_a, needs_b = ctx.needs_input_grad
+        # each factor is kept only if the other one's gradient needs it (as torch does), so
+        # writing in place into a factor that no gradient needs is no error: x * 2.0 keeps
+        # nothing of x
+        ctx.save_for_backward(a if needs_b else None, b if needs_a else None)
         return a * b
 
     @staticmethod
@@ -89,7 +93,7 @@ class Div(Function):
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
         broadcast_shape("div", a.shape, b.shape)
-        ctx.save_for_backward(a, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)  # (as Mul)
         return a / b
 
     @staticmethod

@@ -328,7 +328,8 @@ class WriteRegion(Function):
             _check_distinct(op, target.shape, last)
         else:
             target, last = apply_view_steps(base, steps), (Ellipsis,)
-        if target is not base and not get_array_module(base).may_share_memory(target, base):
+        if (target is not base and target.size
+                and not get_array_module(base).may_share_memory(target, base)):
             raise RuntimeError(f"{op}: the region written is not a view of its base "
                                f"(shape {base.shape}); write into the base directly")
         try:
