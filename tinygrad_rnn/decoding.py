@@ -58,6 +58,7 @@ from . import functional as F
 from .backend import get_array_module, to_device
 from .engine import no_grad
 from .lm.generate import check_temperature, check_top_k, sample_rows
+from .nn.layers import _finite, check_ids
 from .random import get_generator
 from .tensor import Tensor, host_lengths
 
@@ -87,15 +88,40 @@ class DecodeResult:
     finished: np.ndarray
 
 
-def _source(src: Any, src_lengths: Any, who: str) -> tuple[np.ndarray, np.ndarray]:
+def _check_model(model: Any, who: str, beam: bool = False) -> None:
+    """Refuse a model without the decoding interface of the module docstring, with a
+    TypeError naming ``who`` and what is missing (not an AttributeError from the first
+    call)."""
+    methods = ("encode", "decode_step") + (("reorder",) if beam else ())
+    missing = [m for m in methods if not callable(getattr(model, m, None))]
+    for name in ("bos_id", "eos_id"):
+        value = getattr(model, name, None)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            missing.append(name)
+    if missing:
+        raise TypeError(
+            f"{who}: model must be an encoder-decoder with encode(src, src_lengths), "
+            f"decode_step(prev, state, memory){', reorder(x, index)' if beam else ''} and "
+            f"integer bos_id and eos_id (e.g. tr.nn.Seq2Seq); a {type(model).__name__} lacks "
+            f"{', '.join(missing)}"
+        )
+
+
+def _source(src: Any, src_lengths: Any, who: str,
+            vocab: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The source ids (N, S) and lengths (N,) as host arrays, checked for every decoder
-    (``who`` names it in errors): integer ids of shape (N, S) and integer lengths of shape
-    (N,) in [1, S] (default: all S)."""
+    (``who`` names it in errors): integer ids of shape (N, S), in [0, ``vocab``) when the
+    model's source vocabulary size is known, and integer lengths of shape (N,) in [1, S]
+    (default: all S)."""
     ids = np.asarray(src.numpy() if isinstance(src, Tensor) else src)
     if ids.ndim != 2 or ids.dtype.kind not in "iu":
         hint = " (use src[None] for one sentence)" if ids.ndim == 1 else ""
         raise ValueError(f"{who}: src must be an integer array (N, S), got shape {ids.shape} "
                          f"and dtype {ids.dtype}{hint}")
+    if isinstance(vocab, (int, np.integer)) and not isinstance(vocab, bool):
+        check_ids(who, "src", ids, int(vocab), "the model's src_vocab")
+    elif ids.size and int(ids.min()) < 0:
+        check_ids(who, "src", ids, int(ids.max()) + 1)  # names the negative id
     N, S = ids.shape
     if N and S == 0:
         raise ValueError(f"{who}: src of shape {ids.shape} has no tokens; every sentence "
@@ -129,7 +155,8 @@ def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
     """Batched left-to-right decoding; ``choose(logits (N, V) raw array, xp) -> ids (N,)``
     on the logits' device."""
     max_len = _positive_int(max_len, "max_len", who)
-    ids, lens = _source(src, src_lengths, who)
+    _check_model(model, who)
+    ids, lens = _source(src, src_lengths, who, getattr(model, "src_vocab", None))
     N = ids.shape[0]
     with no_grad():
         state, memory = model.encode(ids, lens)
@@ -176,7 +203,7 @@ def greedy_decode(model: Any, src: Any, src_lengths: Any = None,
     ----------
     model
         A model with the interface of the module docstring (e.g. :class:`~tinygrad_rnn.nn.
-        Seq2Seq`).
+        Seq2Seq`); anything else is a TypeError naming what it lacks.
     src : int array (N, S)
     src_lengths : int array (N,), optional
     max_len : int
@@ -214,6 +241,17 @@ def sample_decode(model: Any, src: Any, src_lengths: Any = None, max_len: int = 
     return _stepwise(model, src, src_lengths, max_len, choose, "sample_decode")
 
 
+def _length_penalty(alpha: Any, who: str) -> float:
+    """``alpha`` as a finite float >= 0: NaN would rank every hypothesis as NaN (the pick
+    then depends on the order of the comparisons), and a negative alpha would favour short
+    outputs even more than the raw log-probabilities do."""
+    alpha = _finite(alpha, "alpha", who)
+    if alpha < 0:
+        raise ValueError(f"{who}: alpha must be >= 0 (0 = raw log-probabilities, 0.6-1 is "
+                         f"common), got {alpha!r}")
+    return alpha
+
+
 def _normalized(score: float, length: int, alpha: float) -> float:
     return score / (max(length, 1) ** alpha) if alpha else score
 
@@ -230,7 +268,8 @@ def beam_search(model: Any, src: Any, src_lengths: Any = None, beam_width: int =
         How many hypotheses are kept per step (1 = greedy).
     alpha : float
         Length normalization: hypotheses are ranked at the end by ``score / length**alpha``
-        (0 = raw log-probability, which favours short outputs; 0.6-1 is common).
+        (0 = raw log-probability, which favours short outputs; 0.6-1 is common). A finite
+        number >= 0: NaN, inf or a negative alpha is a ValueError, a non-number a TypeError.
 
     Returns
     -------
@@ -240,12 +279,14 @@ def beam_search(model: Any, src: Any, src_lengths: Any = None, beam_width: int =
     who = "beam_search"
     width = _positive_int(beam_width, "beam_width", who)
     max_len = _positive_int(max_len, "max_len", who)
-    ids, lens = _source(src, src_lengths, who)
+    alpha = _length_penalty(alpha, who)
+    _check_model(model, who, beam=True)
+    ids, lens = _source(src, src_lengths, who, getattr(model, "src_vocab", None))
     seqs, scores, attns, finished = [], [], [], []
     with no_grad():
         for n in range(ids.shape[0]):
             best = _beam_one(model, ids[n: n + 1, : lens[n]], lens[n: n + 1], width,
-                             max_len, float(alpha))
+                             max_len, alpha)
             seqs.append(np.array(best[0], dtype=np.int64))
             scores.append(best[1])
             attns.append(best[2])

@@ -59,6 +59,37 @@ def _raw(a: Any) -> Any:
     return a.data if isinstance(a, Tensor) else a
 
 
+def _real_array(values: Any, where: str, what: str) -> Any:
+    """``values`` (a Tensor, device array or host array-like) as an array of real numbers
+    on its device, in float64; a TypeError naming ``where`` and ``what`` for strings,
+    objects and complex values (NumPy would fail deep inside, or drop the imaginary
+    part)."""
+    raw = _raw(values)
+    if get_array_module(raw) is np:
+        try:
+            raw = np.asarray(raw)
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}: {what} must be an array of real numbers, got a "
+                            f"{type(values).__name__} that is not one") from None
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: {what} must hold real numbers, got "
+                        f"{type(values).__name__} of dtype {raw.dtype}")
+    return raw.astype(np.float64)
+
+
+def _real_number(value: Any, where: str, name: str) -> float:
+    """``value`` as a finite float (Python or NumPy real, or a 0-d array of one)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: {name} must be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    if not np.isfinite(float(value)):
+        raise ValueError(f"{where}: {name} must be a finite number, got {value!r}")
+    return float(value)
+
+
 def _sq_norm(a: Any) -> float:
     """||a||^2 in float64, computed on ``a``'s device; only the number comes back."""
     g = a.astype(np.float64)
@@ -75,16 +106,25 @@ def state_grad_norms(grads: Any, lengths: Any = None) -> np.ndarray:
     is a copy of the carried one (dL/dh_n, or dL/dh_0 in the reverse direction), not the
     gradient of a step the sequence took. A step at which no sequence is running gets NaN,
     so that it is neither plotted nor fitted as a vanishing (zero) gradient."""
-    xp = get_array_module(grads)
-    g = xp.asarray(grads).astype(np.float64)
+    g = _real_array(grads, "state_grad_norms", "grads")
+    xp = get_array_module(g)
+    if g.ndim < 2:
+        raise ValueError(f"state_grad_norms: grads must be (T, N, ...) per-step gradients, got "
+                         f"shape {tuple(g.shape)}")
     if lengths is None:
         # sum over every axis but time (a reshape to (T, -1) is ambiguous when T = 0)
         return _host(xp.sqrt((g * g).sum(axis=tuple(range(1, g.ndim)))))
     lens = host_lengths(lengths, "state_grad_norms")
-    if g.ndim < 2 or lens.shape != (g.shape[1],):
+    if lens.shape != (g.shape[1],):
         raise ValueError(f"state_grad_norms: lengths of shape {lens.shape} do not match "
                          f"gradients of shape {tuple(g.shape)}; expected (T, N, ...) "
                          f"gradients and (N,) lengths")
+    T = g.shape[0]
+    bad = np.flatnonzero((lens < 0) | (lens > T))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"state_grad_norms: lengths[{k}] = {int(lens[k])} is outside "
+                         f"[0, T] = [0, {T}] for gradients of shape {tuple(g.shape)}")
     valid = np.arange(g.shape[0])[:, None] < lens[None, :]           # (T, N), host
     per_row = (g * g).sum(axis=tuple(range(2, g.ndim)))              # (T, N), device
     # a select, not a 0/1 product: an inf at a padded position must not turn into NaN
@@ -127,6 +167,11 @@ class GradientMonitor:
     """
 
     def __init__(self, model: Any) -> None:
+        if not all(callable(getattr(model, m, None))
+                   for m in ("named_modules", "named_parameters", "parameters")):
+            raise TypeError(f"GradientMonitor: model must be a tr.nn.Module (it reads "
+                            f"named_modules() and named_parameters()), got "
+                            f"{type(model).__name__}")
         self.model = model
         self.recurrent: dict[str, Any] = {}
         self._state: dict[tuple, list] = {}  # (name, layer, direction, kind) -> rows
@@ -168,10 +213,15 @@ class GradientMonitor:
         absence raises ``RuntimeError`` instead of recording the clipped norm as the
         pre-clipping one.
         """
+        if not isinstance(clipped, (bool, np.bool_)):
+            raise TypeError(f"GradientMonitor.record: clipped must be True or False, got "
+                            f"{clipped!r} ({type(clipped).__name__})")
         now = self._global_norm()
         if pre_clip_norm is not None:
-            pre = float(pre_clip_norm.item() if isinstance(pre_clip_norm, Tensor)
-                        else pre_clip_norm)
+            value = pre_clip_norm
+            if isinstance(value, Tensor):
+                value = value.item() if value.size == 1 else value
+            pre = _real_number(value, "GradientMonitor.record", "pre_clip_norm")
         elif self._pre_clip is not None:
             pre = self._pre_clip
         elif clipped:
@@ -273,12 +323,16 @@ class GradientMonitor:
 
 
 # ------------------------------------------------------------------------- analysis
-def _matrix(W: Any, where: str, square: bool) -> np.ndarray:
+def _matrix(W: Any, where: str, square: bool, name: str = "W") -> np.ndarray:
     """W as a non-empty 2-D float64 host array (``square``: and square), else a ValueError
     naming ``where`` and the shape."""
-    W = _host(_raw(W))
+    W = _host(_real_array(W, where, name))
     if W.ndim != 2 or W.size == 0:
-        raise ValueError(f"{where}: W must be a non-empty 2-D matrix, got shape {W.shape}")
+        raise ValueError(f"{where}: {name} must be a non-empty 2-D matrix, got shape "
+                         f"{W.shape}")
+    if not np.isfinite(W).all():
+        raise ValueError(f"{where}: {name} of shape {W.shape} holds inf or nan; it has no "
+                         f"finite spectrum")
     if square and W.shape[0] != W.shape[1]:
         rows, cols = W.shape
         hint = ""
@@ -286,7 +340,7 @@ def _matrix(W: Any, where: str, square: bool) -> np.ndarray:
             hint = (f". A stacked recurrent weight holds one {cols} x {cols} block per gate "
                     f"(GRU weight_hh is 3H x H, LSTM 4H x H): pass one block, "
                     f"W[k * {cols}:(k + 1) * {cols}]")
-        raise ValueError(f"{where}: W of shape {W.shape} is not square, so it has no "
+        raise ValueError(f"{where}: {name} of shape {W.shape} is not square, so it has no "
                          f"eigenvalues{hint}")
     return W.astype(np.float64)
 
@@ -308,12 +362,35 @@ def singular_values(W: Any) -> np.ndarray:
 def pascanu_bound(W_hh: Any, distances: Iterable[int], gamma: float = 1.0) -> np.ndarray:
     """The bound ||dh_T/dh_t|| <= (gamma * sigma_max(W_hh))^(T - t) of Pascanu et al. 2013,
     for each distance T - t. ``gamma`` bounds |f'|: 1 for tanh and relu, 1/4 for sigmoid;
-    the largest |f'| actually met on a trajectory gives a tighter bound. ``W_hh`` is a
-    non-empty 2-D matrix."""
-    s = float(np.linalg.svd(_matrix(W_hh, "pascanu_bound", square=False),
-                            compute_uv=False)[0])
-    d = np.asarray(list(distances), dtype=np.float64)
+    the largest |f'| actually met on a trajectory gives a tighter bound.
+
+    ``W_hh`` is the square (H, H) recurrent matrix of one gate (a stacked GRU or LSTM
+    weight is refused: pass one block), ``distances`` integers >= 0 (T - t), ``gamma`` a
+    finite number > 0."""
+    where = "pascanu_bound"
+    W = _matrix(W_hh, where, square=True, name="W_hh")
+    d = _distances(distances, where)
+    gamma = _real_number(gamma, where, "gamma")
+    if not gamma > 0:
+        raise ValueError(f"{where}: gamma bounds |f'| and must be > 0, got {gamma!r}")
+    s = float(np.linalg.svd(W, compute_uv=False)[0])
     return (gamma * s) ** d
+
+
+def _distances(distances: Any, where: str) -> np.ndarray:
+    """``distances`` (an iterable or array of integers >= 0) as a float64 (k,) array."""
+    if isinstance(distances, (str, bytes)) or not hasattr(distances, "__iter__"):
+        raise TypeError(f"{where}: distances must be a sequence of integers T - t >= 0, got "
+                        f"{type(distances).__name__}")
+    values = list(distances)
+    d = np.asarray(values)
+    if d.ndim != 1 or (d.size and d.dtype.kind not in "iu"):
+        raise TypeError(f"{where}: distances must be a 1-D sequence of integers T - t >= 0, "
+                        f"got {values!r}")
+    if d.size and int(d.min()) < 0:
+        raise ValueError(f"{where}: distances must be >= 0 (a distance T - t back in time), "
+                         f"got {int(d.min())}")
+    return d.astype(np.float64)
 
 
 def _blocks(W: np.ndarray, n: int) -> list[np.ndarray]:
@@ -355,7 +432,7 @@ def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
     name = type(module).__name__
     W_ih, W_hh = p["weight_ih"], p["weight_hh"]
     H, D = W_hh.shape[1], W_ih.shape[1]
-    xs = _host(_raw(x)).astype(np.float64)
+    xs = _host(_real_array(x, "step_jacobians", "x"))
     if xs.ndim not in (2, 3) or xs.shape[-1] != D:
         raise ValueError(f"step_jacobians: x of shape {xs.shape} does not fit {name} with "
                          f"input size {D}; expected (T, N, {D}) ((N, T, {D}) for a "
@@ -492,7 +569,8 @@ def _cell_params(module: Any) -> tuple[str, dict, dict]:
     mode = {"RNNCell": "RNN", "RNN": "RNN", "GRUCell": "GRU", "GRU": "GRU",
             "LSTMCell": "LSTM", "LSTM": "LSTM"}.get(name)
     if mode is None:
-        raise TypeError(f"step_jacobians: unsupported module {name}")
+        raise TypeError(f"step_jacobians: module must be an RNNCell, GRUCell, LSTMCell or a "
+                        f"one-layer RNN, GRU or LSTM, got {name}")
     if name in ("RNN", "GRU", "LSTM"):
         if module.num_layers != 1 or module.bidirectional:
             raise ValueError(f"step_jacobians: {name} must have one layer and one direction")
@@ -515,10 +593,23 @@ def jacobian_products(jacobians: list[np.ndarray], ord: Any = 2) -> np.ndarray:
     the identity's norm, 1 for the spectral norm). ``ord`` as numpy.linalg.norm (2 = largest
     singular value). The products are accumulated from the end, one matrix product per
     step."""
+    where = "jacobian_products"
+    if isinstance(jacobians, (str, bytes)) or not hasattr(jacobians, "__iter__"):
+        raise TypeError(f"{where}: jacobians must be a list of square (n, n) matrices, got "
+                        f"{type(jacobians).__name__}")
+    jacobians = [_host(_real_array(J, where, "jacobians")) for J in jacobians]
     T = len(jacobians)
     if T == 0:
         return np.ones(1)
-    n = jacobians[0].shape[0]
+    n = jacobians[0].shape[0] if jacobians[0].ndim == 2 else -1
+    for t, J in enumerate(jacobians):
+        if J.shape != (n, n):
+            raise ValueError(f"{where}: jacobians must all be square matrices of one shape; "
+                             f"jacobians[0] has shape {jacobians[0].shape}, jacobians[{t}] "
+                             f"{J.shape}")
+    if ord not in (None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"):
+        raise ValueError(f"{where}: ord must be a matrix norm order of numpy.linalg.norm "
+                         f"(None, 1, -1, 2, -2, inf, -inf, 'fro', 'nuc'), got {ord!r}")
     P = np.eye(n)
     norms = np.empty(T + 1)
     norms[T] = np.linalg.norm(P, ord)
@@ -530,8 +621,7 @@ def jacobian_products(jacobians: list[np.ndarray], ord: Any = 2) -> np.ndarray:
 
 def _vector(values: Any, where: str, what: str) -> np.ndarray:
     """``values`` as a 1-D float64 host array, else a ValueError naming ``where``."""
-    v = np.asarray(_host(_raw(values)) if isinstance(values, Tensor) else values,
-                   dtype=np.float64)
+    v = _host(_real_array(values, where, what))
     if v.ndim != 1:
         raise ValueError(
             f"{where}: {what} must be 1-D (one value per step), got shape {v.shape}; for the "
@@ -581,6 +671,7 @@ def gradient_horizon(norms: Any, fraction: float = 1e-2) -> int:
     empty sequence.
     """
     y = _vector(norms, "gradient_horizon", "norms")
+    fraction = _real_number(fraction, "gradient_horizon", "fraction")
     if not 0 < fraction < np.inf:
         raise ValueError(f"gradient_horizon: fraction must be a positive number, got "
                          f"{fraction}")

@@ -43,7 +43,9 @@ from ..backend import (
 from ..random import get_generator
 from ..tensor import Tensor, cat, split
 from . import init
-from .layers import Linear, _dtype_note, _float_dtype, _size, check_input_dtype
+from .layers import (
+    Linear, _dtype_note, _flag, _float_dtype, _probability, _size, check_input_dtype,
+)
 from .module import Module, Parameter
 
 __all__ = [
@@ -278,6 +280,18 @@ def _check_float(who: str, name: str, x: Any) -> Tensor:
     return x
 
 
+def _check_heads(who: str, embed_dim: Any, num_heads: Any,
+                 dropout: Any) -> tuple[int, int, float]:
+    """``embed_dim`` and ``num_heads`` as positive ints, the first divisible by the second,
+    and ``dropout`` as a probability; the errors name ``who``."""
+    embed_dim = _size(embed_dim, "embed_dim", who)
+    num_heads = _size(num_heads, "num_heads", who)
+    if embed_dim % num_heads != 0:
+        raise ValueError(f"{who}: embed_dim={embed_dim} is not divisible by "
+                         f"num_heads={num_heads}")
+    return embed_dim, num_heads, _probability(dropout, "dropout", who)
+
+
 def _own_generator(generator: Any) -> np.random.Generator:
     """A generator owned by a layer (see :class:`tinygrad_rnn.nn.Dropout`)."""
     if generator is not None:
@@ -360,6 +374,7 @@ class Attention(Module):
         super().__init__()
         if score not in SCORES:
             raise ValueError(f"Attention: score must be one of {SCORES}, got {score!r}")
+        bias = _flag(bias, "bias", "Attention")
         query_size = _size(query_size, "query_size", "Attention")
         key_size = _size(key_size, "key_size", "Attention")
         if value_size is not None:
@@ -478,6 +493,7 @@ class Attention(Module):
         -------
         (context (N, Tq, Dv), weights (N, Tq, Tk)), or (N, Dv) and (N, Tk) for a single query.
         """
+        causal = _flag(causal, "causal", "Attention")
         query = _check_float("Attention", "query", query)
         keys = _check_float("Attention", "keys", keys)
         values = _check_float("Attention", "values", values)
@@ -598,20 +614,16 @@ class MultiheadAttention(Module):
                  kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
-        embed_dim = _size(embed_dim, "embed_dim", "MultiheadAttention")
-        num_heads = _size(num_heads, "num_heads", "MultiheadAttention")
+        who = "MultiheadAttention"
+        embed_dim, num_heads, dropout = _check_heads(who, embed_dim, num_heads, dropout)
         if kdim is not None:
-            kdim = _size(kdim, "kdim", "MultiheadAttention")
+            kdim = _size(kdim, "kdim", who)
         if vdim is not None:
-            vdim = _size(vdim, "vdim", "MultiheadAttention")
-        if embed_dim % num_heads != 0:
-            raise ValueError(
-                f"MultiheadAttention: embed_dim={embed_dim} is not divisible by "
-                f"num_heads={num_heads}"
-            )
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
-        dt = _float_dtype(dtype, "MultiheadAttention")
+            vdim = _size(vdim, "vdim", who)
+        bias, add_bias_kv = _flag(bias, "bias", who), _flag(add_bias_kv, "add_bias_kv", who)
+        add_zero_attn = _flag(add_zero_attn, "add_zero_attn", who)
+        batch_first = _flag(batch_first, "batch_first", who)
+        dt = _float_dtype(dtype, who)
         e = embed_dim
         self.embed_dim, self.num_heads, self.head_dim = e, num_heads, e // num_heads
         self.kdim = e if kdim is None else kdim
@@ -746,6 +758,9 @@ class MultiheadAttention(Module):
         """Returns (attn_output, attn_weights), as torch's (weights None unless
         ``need_weights``)."""
         who = "MultiheadAttention"
+        need_weights = _flag(need_weights, "need_weights", who)
+        average_attn_weights = _flag(average_attn_weights, "average_attn_weights", who)
+        is_causal = _flag(is_causal, "is_causal", who)
         query = _check_float(who, "query", query)
         key = _check_float(who, "key", key)
         value = _check_float(who, "value", value)
@@ -846,6 +861,9 @@ class CausalSelfAttention(Module):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
+        embed_dim, num_heads, dropout = _check_heads("CausalSelfAttention", embed_dim,
+                                                     num_heads, dropout)
+        bias = _flag(bias, "bias", "CausalSelfAttention")
         self.attn = MultiheadAttention(embed_dim, num_heads, dropout=dropout, bias=bias,
                                        batch_first=True, dtype=dtype, generator=generator)
 

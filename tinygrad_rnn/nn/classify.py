@@ -46,7 +46,7 @@ from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
 from ..tensor import Tensor, host_lengths
-from .layers import Dropout, Embedding, Linear
+from .layers import Dropout, Embedding, Linear, _flag, _integer, _probability, check_ids
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, RNNBase
 
@@ -74,15 +74,24 @@ def recurrent_layer(cell: str, input_size: int, hidden_size: int, num_layers: in
                      generator=generator)
 
 
-def _as_ids(ids: Any, owner: str) -> Any:
-    """Check a (N, T) batch of integer ids; returns it unchanged (array or Tensor)."""
-    shape = tuple(ids.shape) if hasattr(ids, "shape") else np.shape(ids)
+def _as_ids(ids: Any, owner: str, vocab_size: int | None = None) -> Any:
+    """Check a (N, T) batch of integer ids (in [0, vocab_size) when given); returns it as
+    an array or Tensor (a list becomes a NumPy array)."""
+    if not hasattr(ids, "shape"):
+        try:
+            ids = np.asarray(ids)
+        except ValueError:
+            raise ValueError(f"{owner}: expected token ids of shape (N, T), got rows of "
+                             f"different lengths; pad them first (tr.data.pad_batch)") from None
+    shape = tuple(ids.shape)
     if len(shape) != 2:
         raise ValueError(f"{owner}: expected token ids of shape (N, T), got shape {shape}; "
                          "add a batch axis with ids[None] for one sequence")
     dtype = ids.dtype if hasattr(ids, "dtype") else np.asarray(ids).dtype
     if np.dtype(dtype).kind not in "iu":
         raise TypeError(f"{owner}: token ids must be integers, got dtype {dtype}")
+    if vocab_size is not None:
+        check_ids(owner, "ids", ids, vocab_size, "vocab_size")
     return ids
 
 
@@ -112,6 +121,9 @@ def accuracy(logits: Any, targets: Any, ignore_index: int = IGNORE_INDEX) -> flo
     z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else to_device(logits, "cpu"))
     y = np.asarray(targets.numpy() if isinstance(targets, Tensor)
                    else to_device(targets, "cpu"))
+    ignore_index = _integer(ignore_index, "ignore_index", "accuracy")
+    if y.size and y.dtype.kind not in "iu":
+        raise TypeError(f"accuracy: targets must be integer class ids, got dtype {y.dtype}")
     if z.shape[:-1] != y.shape:
         raise ValueError(f"accuracy: logits of shape {z.shape} need targets of shape "
                          f"{z.shape[:-1]}, got {y.shape}")
@@ -134,10 +146,12 @@ class _Encoder(Module):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or value < 1:
                 raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"{owner}: dropout must be in [0, 1), got {dropout}")
+        if _probability(dropout, "dropout", owner) == 1.0:
+            raise ValueError(f"{owner}: dropout must be in [0, 1), got {dropout!r}")
+        bidirectional = _flag(bidirectional, "bidirectional", owner)
         rng = get_generator(generator)
         self.owner = owner
+        self.vocab_size = int(vocab_size)
         self.embedding = Embedding(vocab_size, embedding_dim, padding_idx, dtype=dtype,
                                    generator=rng)
         self.rnn = recurrent_layer(cell, embedding_dim, hidden_size, num_layers,
@@ -212,7 +226,7 @@ class SequenceClassifier(Module):
 
     def features(self, ids: Any, lengths: Any = None) -> Tensor:
         """The pooled sequence representation s of (C1)/(C2): (N, dirs * hidden_size)."""
-        ids = _as_ids(ids, "SequenceClassifier")
+        ids = _as_ids(ids, "SequenceClassifier", self.encoder.vocab_size)
         N, T = ids.shape
         lens = _lengths(lengths, N, T, "SequenceClassifier")
         out, state = self.encoder(ids, lens)                     # out (N, T, dirs*H)
@@ -238,6 +252,7 @@ class SequenceClassifier(Module):
     def loss(self, ids: Any, labels: Any, lengths: Any = None,
              reduction: str = "mean") -> Tensor:
         """Cross entropy of eq. (C3) against integer ``labels`` (N,)."""
+        check_ids("SequenceClassifier.loss", "labels", labels, self.num_classes, "num_classes")
         return F.cross_entropy(self(ids, lengths), labels, reduction=reduction)
 
     def predict(self, ids: Any, lengths: Any = None) -> np.ndarray:
@@ -301,7 +316,7 @@ class SequenceTagger(Module):
 
     def forward(self, ids: Any, lengths: Any = None) -> Tensor:
         """Logits (N, T, num_tags) of eq. (S1)."""
-        ids = _as_ids(ids, "SequenceTagger")
+        ids = _as_ids(ids, "SequenceTagger", self.encoder.vocab_size)
         N, T = ids.shape
         lens = _lengths(lengths, N, T, "SequenceTagger")
         out, _ = self.encoder(ids, lens)                         # (N, T, dirs*H)

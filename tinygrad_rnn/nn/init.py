@@ -96,12 +96,54 @@ def _write(t: Any, values: Any, fn: str) -> Any:
                 f"{fn}: cannot write the value {float(first)!r} into a tensor of dtype "
                 f"{raw.dtype} without changing it (truncation or overflow)"
             )
+        values = cast  # exact: write the target's own dtype (an in-place copy_ refuses floats)
     if isinstance(t, Tensor):
         with no_grad():
             t.copy_(values)  # casts to t's dtype, bumps the version counter
     else:
         raw[...] = values
     return t
+
+
+def _real(value: Any, name: str, fn: str, finite: bool = True) -> float:
+    """``value`` as a float: a TypeError naming ``fn`` and ``name`` unless it is a real
+    number (Python or NumPy, or a 0-d array of one; not a bool, a string or a complex), a
+    ValueError when ``finite`` and it is inf or nan."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{fn}: {name} must be a real number, got {value!r} "
+                        f"({type(value).__name__})")
+    number = float(value)
+    if finite and not math.isfinite(number):
+        raise ValueError(f"{fn}: {name} must be a finite number, got {value!r}")
+    return number
+
+
+def _count(value: Any, name: str, fn: str) -> int:
+    """``value`` as a positive int (Python or NumPy; not a bool or a float), errors naming
+    ``fn`` and ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{fn}: {name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})")
+    if value <= 0:
+        raise ValueError(f"{fn}: {name} must be positive, got {value}")
+    return int(value)
+
+
+def _matrix64(w: Any, fn: str) -> Any:
+    """A float64 copy of a matrix of real numbers, with errors naming ``fn`` for strings,
+    objects and complex values (NumPy would fail, or drop the imaginary part)."""
+    raw = _raw(w)
+    if get_array_module(raw) is np:
+        try:
+            raw = np.asarray(raw)
+        except (TypeError, ValueError):
+            raise TypeError(f"{fn}: w must be a Tensor or an array of real numbers, got a "
+                            f"{type(w).__name__}") from None
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{fn}: w must hold real numbers, got dtype {raw.dtype}")
+    return _float64_copy(raw)
 
 
 def _raw(t: Any) -> Any:
@@ -156,7 +198,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
             slope = float(param)
         else:
             raise ValueError(f"calculate_gain: negative slope {param!r} is not a finite "
-                             f"number")
+                             f"number (param of leaky_relu must be a real number)")
         return math.sqrt(2.0 / (1.0 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4.0
@@ -166,6 +208,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 # ------------------------------------------------------------------------- basic fills
 def _uniform(t: Any, a: float, b: float, generator: Any, fn: str) -> Any:
     """U(a, b) samples into ``t``; errors name the public function ``fn``."""
+    a, b = _real(a, "a", fn), _real(b, "b", fn)
     if not a <= b:
         raise ValueError(f"{fn}: need a <= b, got a={a}, b={b}")
     shape = _random_target(t, fn)
@@ -175,6 +218,7 @@ def _uniform(t: Any, a: float, b: float, generator: Any, fn: str) -> Any:
 
 def _normal(t: Any, mean: float, std: float, generator: Any, fn: str) -> Any:
     """N(mean, std^2) samples into ``t``; errors name the public function ``fn``."""
+    mean, std = _real(mean, "mean", fn), _real(std, "std", fn)
     if std < 0:
         raise ValueError(f"{fn}: std must be >= 0, got {std}")
     shape = _random_target(t, fn)
@@ -194,6 +238,7 @@ def normal_(t: Any, mean: float = 0.0, std: float = 1.0, generator: Any = None) 
 
 
 def _constant(t: Any, val: float, fn: str) -> Any:
+    val = _real(val, "val", fn, finite=False)  # inf and nan are values a float can hold
     xp = get_array_module(_raw(t))
     return _write(t, xp.full(_shape(t, fn), val, dtype=np.float64), fn)
 
@@ -239,7 +284,7 @@ def xavier_uniform_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
     fan_in, fan_out = _fans(shape, fn)
     if 0 in shape:
         return t
-    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    bound = _real(gain, "gain", fn) * math.sqrt(6.0 / (fan_in + fan_out))
     return _uniform(t, -bound, bound, generator, fn)
 
 
@@ -251,7 +296,7 @@ def xavier_normal_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
     fan_in, fan_out = _fans(shape, fn)
     if 0 in shape:
         return t
-    std = gain * math.sqrt(2.0 / (fan_in + fan_out))
+    std = _real(gain, "gain", fn) * math.sqrt(2.0 / (fan_in + fan_out))
     return _normal(t, 0.0, std, generator, fn)
 
 
@@ -259,7 +304,11 @@ def _kaiming_std(t: Any, a: float, mode: str, nonlinearity: str, fn: str) -> flo
     """gain / sqrt(fan), or None for a zero-element tensor (nothing to fill)."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"{fn}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    gain = calculate_gain(nonlinearity, a)
+    a = _real(a, "a", fn)
+    try:
+        gain = calculate_gain(nonlinearity, a)
+    except ValueError as err:  # an unknown nonlinearity: name the function called
+        raise ValueError(f"{fn}: {err}") from None
     shape = _random_target(t, fn)
     fan_in, fan_out = _fans(shape, fn)
     if 0 in shape:
@@ -326,6 +375,7 @@ def orthogonal_(t: Any, gain: float = 1.0, generator: Any = None) -> Any:
     of learning in deep linear neural networks.
     """
     shape = _random_target(t, "orthogonal_")
+    gain = _real(gain, "gain", "orthogonal_")
     if len(shape) < 2:
         raise ValueError(f"orthogonal_: need at least 2 dimensions, got shape {shape}")
     rows = shape[0]
@@ -348,10 +398,12 @@ def orthogonal_blocks_(t: Any, num_blocks: int, gain: float = 1.0,
     shape = _random_target(t, "orthogonal_blocks_")
     if len(shape) != 2:
         raise ValueError(f"orthogonal_blocks_: expected a 2-D tensor, got shape {shape}")
-    if num_blocks <= 0 or shape[0] % num_blocks != 0:
+    num_blocks = _count(num_blocks, "num_blocks", "orthogonal_blocks_")
+    gain = _real(gain, "gain", "orthogonal_blocks_")
+    if shape[0] % num_blocks != 0:
         raise ValueError(
-            f"orthogonal_blocks_: {shape[0]} rows do not split into {num_blocks} equal blocks "
-            f"(shape {shape})"
+            f"orthogonal_blocks_: {shape[0]} rows do not split into num_blocks={num_blocks} "
+            f"equal blocks (shape {shape})"
         )
     if 0 in shape:
         return t
@@ -389,7 +441,10 @@ def set_forget_bias_(bias: Any, hidden_size: int, value: float = 1.0,
     torch's LSTM has two biases, ``bias_ih`` and ``bias_hh``, and the gate sees their sum: set
     the value on one of them and zero the other's forget slice, or halve it on both.
     """
-    if len(set(gate_order)) != len(gate_order) or "f" not in gate_order:
+    hidden_size = _count(hidden_size, "hidden_size", "set_forget_bias_")
+    value = _real(value, "value", "set_forget_bias_")
+    if not isinstance(gate_order, str) or len(set(gate_order)) != len(gate_order) \
+            or "f" not in gate_order:
         raise ValueError(
             f"set_forget_bias_: gate_order must be distinct gate letters including 'f', got "
             f"{gate_order!r}"
@@ -416,11 +471,14 @@ def spectral_radius(w: Any) -> float:
     A matrix on a device is copied to the host explicitly first: CuPy has no eigenvalue
     solver for general (non-symmetric) matrices.
     """
-    a = to_device(_float64_copy(w), "cpu")
+    a = to_device(_matrix64(w, "spectral_radius"), "cpu")
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"spectral_radius: expected a square matrix, got shape {a.shape}")
     if a.size == 0:
         return 0.0
+    if not np.isfinite(a).all():
+        raise ValueError(f"spectral_radius: the matrix of shape {a.shape} holds inf or nan, "
+                         f"so it has no eigenvalues to measure")
     return float(np.max(np.abs(np.linalg.eigvals(a))))
 
 
@@ -431,6 +489,7 @@ def scale_to_spectral_radius_(w: Any, rho: float) -> Any:
     target exactly up to rounding (to about 1e-15 relative in float64; float32 storage rounds
     the result to about 1e-7).
     """
+    rho = _real(rho, "rho", "scale_to_spectral_radius_")
     if rho < 0:
         raise ValueError(f"scale_to_spectral_radius_: rho must be >= 0, got {rho}")
     current = spectral_radius(w)

@@ -227,8 +227,8 @@ class Module:
         self._check_initialised("sub-modules")
         self._check_name(name, "module")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(self).__name__}: sub-module {name!r} must be a Module, got "
-                            f"{type(module).__name__}")
+            raise TypeError(f"{type(self).__name__}: sub-module {name!r} is not a Module (got "
+                            f"{type(module).__name__})")
         if name not in self._modules:
             self._unregister(name)
         self._modules[name] = module

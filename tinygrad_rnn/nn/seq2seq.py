@@ -58,9 +58,11 @@ from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
 from ..tensor import Tensor, cat, host_lengths, stack, zeros
-from .attention import Attention, attend
+from .attention import SCORES, Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
-from .layers import Embedding, Linear, _float_dtype, _integer, _size
+from .layers import (
+    Embedding, Linear, _finite, _flag, _float_dtype, _integer, _probability, _size, check_ids,
+)
 from .module import Module
 from .recurrent import GRU, LSTM, RNN
 
@@ -133,12 +135,11 @@ def teacher_forcing_schedule(step: int, total_steps: int, kind: str = "linear",
     -------
     float in [min(start, end), max(start, end)]
     """
-    if total_steps <= 0:
-        raise ValueError(f"teacher_forcing_schedule: total_steps must be positive, got "
-                         f"{total_steps}")
-    if not 0.0 <= start <= 1.0 or not 0.0 <= end <= 1.0:
-        raise ValueError(f"teacher_forcing_schedule: start and end must be in [0, 1], got "
-                         f"{start} and {end}")
+    where = "teacher_forcing_schedule"
+    step = _size(step, "step", where, minimum=0)
+    total_steps = _size(total_steps, "total_steps", where)
+    start, end = _probability(start, "start", where), _probability(end, "end", where)
+    k = _finite(k, "k", where)
     if kind == "constant":
         return float(start)
     if kind == "linear":
@@ -214,6 +215,9 @@ class Seq2Seq(Module):
             raise ValueError(f"Seq2Seq: cell must be one of {tuple(_LAYERS)}, got {cell!r}")
         if decoder not in DECODERS:
             raise ValueError(f"Seq2Seq: decoder must be one of {DECODERS}, got {decoder!r}")
+        if score is not None and score not in SCORES:
+            raise ValueError(f"Seq2Seq: score must be one of {SCORES} or None, got {score!r}")
+        bidirectional = _flag(bidirectional, "bidirectional", "Seq2Seq")
         if score is not None and decoder not in _ATTENTION:
             raise ValueError(f"Seq2Seq: score is only used by the attention decoders "
                              f"{_ATTENTION}, not {decoder!r}")
@@ -307,6 +311,7 @@ class Seq2Seq(Module):
         if ids.ndim != 2 or ids.dtype.kind not in "iu":
             raise ValueError(f"Seq2Seq: src must be an integer array (N, S), got shape "
                              f"{ids.shape} and dtype {ids.dtype}")
+        check_ids("Seq2Seq", "src", ids, self.src_vocab, "src_vocab")
         N, S = ids.shape
         if src_lengths is None:
             lens = np.full(N, S, dtype=np.int64)
@@ -435,9 +440,9 @@ class Seq2Seq(Module):
         if tgt.shape[1] == 0:
             raise ValueError(f"Seq2Seq: tgt_in must have at least one step (BOS first), got "
                              f"shape {tgt.shape}")
-        if not 0.0 <= teacher_forcing_ratio <= 1.0:
-            raise ValueError(f"Seq2Seq: teacher_forcing_ratio must be in [0, 1], got "
-                             f"{teacher_forcing_ratio}")
+        check_ids("Seq2Seq", "tgt_in", tgt, self.tgt_vocab, "tgt_vocab")
+        teacher_forcing_ratio = _probability(teacher_forcing_ratio, "teacher_forcing_ratio",
+                                             "Seq2Seq")
         state, memory = self.encode(src, src_lengths)
         N, T = tgt.shape
         if N != memory.padding.shape[0]:

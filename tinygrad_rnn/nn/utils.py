@@ -35,10 +35,14 @@ __all__ = [
 ]
 
 
-def _as_param_list(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
-    """A single Tensor or an iterable (a generator is consumed once) as a list."""
+def _as_param_list(parameters: Tensor | Iterable[Tensor], where: str) -> list[Tensor]:
+    """A single Tensor or an iterable (a generator is consumed once) as a list; a TypeError
+    naming ``where`` for anything else (a number, None)."""
     if isinstance(parameters, Tensor):
         return [parameters]
+    if isinstance(parameters, (str, bytes, np.ndarray)) or not hasattr(parameters, "__iter__"):
+        raise TypeError(f"{where}: parameters must be a Tensor or an iterable of Tensors "
+                        f"(e.g. model.parameters()), got {type(parameters).__name__}")
     return list(parameters)
 
 
@@ -48,10 +52,11 @@ def _is_raw_array(value: Any) -> bool:
     return type(value) is np.ndarray or get_array_module(value) is not np
 
 
-def _grads_of(parameters: list[Tensor], where: str) -> list[Any]:
+def _grads_of(parameters: list[Tensor], where: str, in_place: bool = False) -> list[Any]:
     """The gradients of the parameters that have one; a TypeError (naming ``where``, the
     parameter and the gradient's type) for a ``p.grad`` that is not a raw backend array,
-    e.g. a Tensor assigned by hand."""
+    e.g. a Tensor assigned by hand. ``in_place``: the caller writes into them, so a
+    read-only gradient is a ValueError naming the parameter (before anything is written)."""
     grads = []
     for k, p in enumerate(parameters):
         if not isinstance(p, Tensor):
@@ -69,6 +74,13 @@ def _grads_of(parameters: list[Tensor], where: str) -> list[Any]:
                 f"backend array (a numpy.ndarray, or a CuPy array on the GPU), not a Tensor, "
                 f"list or scalar ({hint})"
             )
+        # NumPy arrays can be read-only (CuPy's have no such flag)
+        if in_place and not getattr(getattr(grad, "flags", None), "writeable", True):
+            raise ValueError(
+                f"{where}: the gradient of parameter {k} (shape {p.shape}) is a read-only "
+                f"array, and clipping scales gradients in place; give it a writable copy "
+                f"(p.grad = p.grad.copy())"
+            )
         grads.append(grad)
     return grads
 
@@ -85,15 +97,15 @@ def _real_number(where: str, name: str, value: Any) -> float:
     return float(value)
 
 
-def _norm_order(norm_type: Any) -> float:
+def _norm_order(norm_type: Any, where: str) -> float:
     """``norm_type`` as a float (``'inf'`` is accepted); only p > 0 and inf are norms."""
     try:
         p = float(norm_type)
     except (TypeError, ValueError):
-        raise ValueError(f"Invalid norm_type: {norm_type!r} (expected a number or 'inf')") \
-            from None
+        raise ValueError(f"{where}: invalid norm_type: {norm_type!r} (expected a number or "
+                         f"'inf')") from None
     if not (p > 0):
-        raise ValueError(f"Invalid norm_type: {norm_type} (must be > 0 or inf)")
+        raise ValueError(f"{where}: invalid norm_type: {norm_type} (must be > 0 or inf)")
     return p
 
 
@@ -189,18 +201,22 @@ def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,
             raise TypeError(f"get_total_norm: item {k} is a {type(a).__name__}; expected "
                             f"Tensors or raw backend arrays (numpy.ndarray, CuPy)")
     xp = _array_module_of(arrays, "get_total_norm")
-    total = _checked_total_norm(arrays, norm_type, error_if_nonfinite, xp)
+    total = _checked_total_norm(arrays, norm_type, error_if_nonfinite, xp, "get_total_norm")
     return _norm_tensor(total, arrays)
 
 
-def _checked_total_norm(arrays: list[Any], norm_type: Any, error_if_nonfinite: bool,
-                        xp: Any) -> Any:
+def _checked_total_norm(arrays: list[Any], norm_type: Any, error_if_nonfinite: Any,
+                        xp: Any, where: str) -> Any:
     """The float64 total norm (0-d, on the arrays' device), checked for NaN/inf on request."""
-    p = _norm_order(norm_type)
+    p = _norm_order(norm_type, where)
+    if not isinstance(error_if_nonfinite, (bool, np.bool_)):  # 'no' would be truthy
+        raise TypeError(f"{where}: error_if_nonfinite must be True or False, got "
+                        f"{error_if_nonfinite!r} ({type(error_if_nonfinite).__name__})")
     total = _total_norm_float64(arrays, p, xp)
     if error_if_nonfinite and not bool(xp.isfinite(total)):    # the one explicit read-back
         raise RuntimeError(
-            f"The total norm of order {p} of the gradients is non-finite ({float(total)}), "
+            f"{where}: the total norm of order {p} of the gradients is non-finite "
+            f"({float(total)}), "
             f"so it cannot be clipped. To scale the gradients by it anyway, pass "
             f"error_if_nonfinite=False"
         )
@@ -222,9 +238,10 @@ def grad_norm(parameters: Tensor | Iterable[Tensor], norm_type: float | str = 2.
     gradient-norm tracking; parameters without a gradient are skipped; 0.0 when none has one.
     Being a Python float, it is read back from the device (one synchronisation on a GPU).
     """
-    grads = _grads_of(_as_param_list(parameters), "grad_norm")
-    xp = _array_module_of(grads, "grad_norm")
-    return float(_total_norm_float64(grads, _norm_order(norm_type), xp))
+    where = "grad_norm"
+    grads = _grads_of(_as_param_list(parameters, where), where)
+    xp = _array_module_of(grads, where)
+    return float(_total_norm_float64(grads, _norm_order(norm_type, where), xp))
 
 
 def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
@@ -256,7 +273,7 @@ def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float
     """
     where = "clip_grads_with_norm_"
     max_norm = _checked_max_norm(max_norm, where)
-    grads = _grads_of(_as_param_list(parameters), where)
+    grads = _grads_of(_as_param_list(parameters, where), where, in_place=True)
     norm = total_norm.data if isinstance(total_norm, Tensor) else total_norm
     if _is_raw_array(norm):
         if norm.shape != () or norm.dtype.kind not in "iuf":
@@ -358,10 +375,11 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     Unlike torch, a negative or NaN ``max_norm`` raises ``ValueError`` (torch would flip or
     NaN the gradients), and one that is not a real number (a string, None) ``TypeError``.
     """
-    grads = _grads_of(_as_param_list(parameters), "clip_grad_norm_")
-    max_norm = _checked_max_norm(max_norm, "clip_grad_norm_")
-    xp = _array_module_of(grads, "clip_grad_norm_")
-    total = _checked_total_norm(grads, norm_type, error_if_nonfinite, xp)
+    where = "clip_grad_norm_"
+    grads = _grads_of(_as_param_list(parameters, where), where, in_place=True)
+    max_norm = _checked_max_norm(max_norm, where)
+    xp = _array_module_of(grads, where)
+    total = _checked_total_norm(grads, norm_type, error_if_nonfinite, xp, where)
     _scale_grads(grads, max_norm, total, xp)      # the float64 norm, not the rounded one
     return _norm_tensor(total, grads)
 
@@ -377,7 +395,8 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
     clip_value = _real_number("clip_grad_value_", "clip_value", clip_value)
     if not clip_value >= 0:
         raise ValueError(f"clip_grad_value_: invalid clip_value: {clip_value} (must be >= 0)")
-    for g in _grads_of(_as_param_list(parameters), "clip_grad_value_"):
+    where = "clip_grad_value_"
+    for g in _grads_of(_as_param_list(parameters, where), where, in_place=True):
         xp = get_array_module(g)
         xp.clip(g, -clip_value, clip_value, out=g)
 
@@ -385,7 +404,7 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """Concatenate the parameters, each flattened, into one 1-D tensor (differentiable:
     gradients flow back to the parameters)."""
-    params = _as_param_list(parameters)
+    params = _as_param_list(parameters, "parameters_to_vector")
     if not params:
         raise ValueError("parameters_to_vector: no parameters")
     return cat([p.reshape(-1) for p in params])
@@ -406,8 +425,9 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
         When ``vec`` is not 1-D or its length is not the total size of the parameters.
     """
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected a Tensor, but got {type(vec).__name__}")
-    params = _as_param_list(parameters)
+        raise TypeError(f"vector_to_parameters: vec must be a Tensor, got "
+                        f"{type(vec).__name__}")
+    params = _as_param_list(parameters, "vector_to_parameters")
     total = sum(p.size for p in params)
     if vec.ndim != 1 or vec.shape[0] != total:
         raise ValueError(
