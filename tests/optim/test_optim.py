@@ -418,8 +418,8 @@ def test_float32_stays_float32(name: str, kwargs: dict) -> None:
 def test_step_bumps_version_counter(name: str, kwargs: dict) -> None:
     """A graph that saved a parameter before step() refuses to backpropagate after it."""
     w = tr.tensor(np.array([0.5, -0.25, 1.5]), requires_grad=True)
-    x = tr.tensor(np.array([1.0, 2.0, 3.0]))
-    loss = (w * x).sum()  # Mul saves w's array for backward
+    x = tr.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    loss = (w * x).sum()  # Mul saves w's array for x's gradient (as torch does)
     opt = CLASSES[name]([w], **kwargs)
     w.grad = np.array([1.0, -1.0, 0.5])
     opt.step()
@@ -828,7 +828,8 @@ def test_load_state_dict_casts_to_parameter_dtype() -> None:
         for key, value in opt32.state[p].items():
             assert value.dtype == np.float32, key
             if key != "step":
-                assert value is not sd["state"][params32.index(p)][key]
+                index = next(i for i, q in enumerate(params32) if q is p)
+                assert value is not sd["state"][index][key]
 
 
 def test_repr_lists_groups() -> None:

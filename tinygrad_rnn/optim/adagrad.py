@@ -5,7 +5,9 @@ from typing import Any
 
 from ..backend import get_array_module
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _check_nonneg, _new_step_counter
+from .optimizer import (
+    Optimizer, ParamsT, _check_flag, _check_nonneg, _new_step_counter,
+)
 
 __all__ = ["Adagrad"]
 
@@ -22,6 +24,9 @@ class Adagrad(Optimizer):
         gamma_t = gamma / (1 + (t - 1) * eta)
         G_t = G_{t-1} + g_t^2                           (G_0 = initial_accumulator_value)
         theta <- theta - gamma_t * g_t / (sqrt(G_t) + eps)
+
+    computed in torch's order of operations: ``theta <- theta + (-gamma_t g_t) / (sqrt(G_t)
+    + eps)`` (the product before the division, so it overflows where torch's does).
 
     Parameters
     ----------
@@ -63,12 +68,21 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 self._init_state(p, self.state[p], group)
 
-    def _check_group(self, group: dict[str, Any]) -> None:
-        super()._check_group(group)
-        _check_nonneg("lr_decay value", group["lr_decay"])
-        _check_nonneg("weight_decay value", group["weight_decay"])
-        _check_nonneg("initial_accumulator_value value", group["initial_accumulator_value"])
-        _check_nonneg("epsilon value", group["eps"])
+    _state_buffers = ("sum",)
+    _required_state = ("step", "sum")
+    _nonneg_state = ("sum",)
+
+    def _check_group(self, group: dict[str, Any], where: str) -> None:
+        super()._check_group(group, where)
+        group["lr_decay"] = _check_nonneg(where, "lr_decay value", "lr_decay",
+                                          group["lr_decay"])
+        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+                                              group["weight_decay"])
+        group["initial_accumulator_value"] = _check_nonneg(
+            where, "initial_accumulator_value value", "initial_accumulator_value",
+            group["initial_accumulator_value"])
+        group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
+        group["maximize"] = _check_flag(where, "maximize", group["maximize"])
 
     @staticmethod
     def _init_state(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
@@ -94,7 +108,9 @@ class Adagrad(Optimizer):
             g = g + weight_decay * p.data
         clr = lr / (1 + (t - 1) * lr_decay)                   # gamma_t
         state_sum = state["sum"]
-        state_sum += g * g                                    # G_t
-        std = xp.sqrt(state_sum)
-        std += eps
-        p.add_(g / std, alpha=-clr)
+        work = xp.multiply(g, g, out=xp.empty_like(p.data))  # (0-d too: an array)
+        state_sum += work                                     # G_t
+        xp.sqrt(state_sum, out=work)
+        work += eps                                           # sqrt(G_t) + eps
+        xp.divide(g * (-clr), work, out=work)                 # (-gamma_t g_t) / (...)
+        p.add_(work)

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .optimizer import (
-    Optimizer, ParamsT, _check_nonneg, _check_unit_interval, _lerp_, _new_step_counter,
+    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_unit_interval, _lerp_,
+    _new_step_counter,
 )
 
 __all__ = ["Adam", "AdamW"]
@@ -29,9 +32,11 @@ class Adam(Optimizer):
         m_hat = m_t / (1 - beta1^t),   v_hat = v_t / (1 - beta2^t)
         theta <- theta - gamma * m_hat / (sqrt(v_hat) + eps)
 
-    It is computed as torch computes it: ``step_size = lr / (1 - beta1^t)`` and
-    ``denom = sqrt(v_t) / sqrt(1 - beta2^t) + eps``, so eps is added after the bias
-    correction of v.
+    It is computed as torch computes it, in the same order of operations (so overflow and
+    underflow happen where they happen in torch, see Notes): ``m_t = lerp(m_{t-1}, g_t,
+    1 - beta1)``, ``v_t = beta2 v_{t-1} + ((1 - beta2) g_t) g_t``, ``step_size = lr / (1 -
+    beta1^t)``, ``denom = sqrt(v_t) / sqrt(1 - beta2^t) + eps`` (eps is added after the bias
+    correction of v) and ``theta <- theta + (-step_size m_t) / denom``.
 
     Parameters
     ----------
@@ -57,6 +62,15 @@ class Adam(Optimizer):
     ``step`` (a 0-d float32 host array, as torch keeps it), ``exp_avg`` (m_t),
     ``exp_avg_sq`` (v_t), and ``max_exp_avg_sq`` with amsgrad.
 
+    Notes
+    -----
+    The order matters at the edges of the floating-point range: in float32, ``g_t g_t``
+    overflows from |g_t| = 1.8e19, but ``((1 - beta2) g_t) g_t`` (torch's ``addcmul_``) only
+    from about 5.8e20 with beta2 = 0.999; squaring first made v_t inf after one gradient of
+    3e19, and the parameter then never moved again. Likewise ``-step_size m_t`` is formed
+    before the division, as in torch's ``addcdiv_``. See :mod:`tinygrad_rnn.optim.optimizer`
+    for the one rounding where torch's CPU kernels differ (fused multiply-adds).
+
     References
     ----------
     D. P. Kingma and J. Ba, "Adam: A Method for Stochastic Optimization", ICLR 2015.
@@ -68,21 +82,28 @@ class Adam(Optimizer):
                  weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
                  decoupled_weight_decay: bool = False) -> None:
         defaults = {
-            "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-            "amsgrad": amsgrad, "maximize": maximize,
+            "lr": lr, "betas": _pair(type(self).__name__, betas), "eps": eps,
+            "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize,
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
 
-    def _check_group(self, group: dict[str, Any]) -> None:
-        super()._check_group(group)
-        _check_nonneg("epsilon value", group["eps"])
-        betas = group["betas"]
-        if len(betas) != 2:
-            raise ValueError(f"Invalid betas: {betas} (expected two values)")
-        _check_unit_interval("beta parameter at index 0", betas[0])
-        _check_unit_interval("beta parameter at index 1", betas[1])
-        _check_nonneg("weight_decay value", group["weight_decay"])
+    _state_buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+    _required_state = ("step", "exp_avg", "exp_avg_sq")
+    _nonneg_state = ("exp_avg_sq", "max_exp_avg_sq")
+
+    def _check_group(self, group: dict[str, Any], where: str) -> None:
+        super()._check_group(group, where)
+        group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
+        betas = _pair(where, group["betas"])
+        group["betas"] = (
+            _check_unit_interval(where, "beta parameter at index 0", "betas[0]", betas[0]),
+            _check_unit_interval(where, "beta parameter at index 1", "betas[1]", betas[1]),
+        )
+        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+                                              group["weight_decay"])
+        for flag in ("amsgrad", "maximize", "decoupled_weight_decay"):
+            group[flag] = _check_flag(where, flag, group[flag])
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
@@ -109,8 +130,10 @@ class Adam(Optimizer):
                 g = g + weight_decay * p.data                 # g_t <- g_t + lambda theta
 
         _lerp_(exp_avg, g, 1.0 - beta1)                       # m_t
-        exp_avg_sq *= beta2                                   # v_t
-        exp_avg_sq += (1.0 - beta2) * (g * g)
+        exp_avg_sq *= beta2                                   # v_t = beta2 v_{t-1}
+        work = xp.multiply(g, 1.0 - beta2, out=xp.empty_like(p.data))  # + ((1 - beta2) g_t) g_t
+        work *= g
+        exp_avg_sq += work
 
         bias_correction1 = 1.0 - beta1 ** t
         bias_correction2 = 1.0 - beta2 ** t
@@ -121,10 +144,28 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = xp.zeros_like(p.data)
             v_max = state["max_exp_avg_sq"]
             xp.maximum(v_max, exp_avg_sq, out=v_max)
-            denom = xp.sqrt(v_max) / bias_correction2_sqrt + eps
+            xp.sqrt(v_max, out=work)
         else:
-            denom = xp.sqrt(exp_avg_sq) / bias_correction2_sqrt + eps
-        p.add_(exp_avg / denom, alpha=-step_size)           # theta <- theta - step m / denom
+            xp.sqrt(exp_avg_sq, out=work)
+        work /= bias_correction2_sqrt                         # denom = sqrt(v_t) / sqrt(bc2)
+        work += eps                                           #         + eps
+        xp.divide(exp_avg * (-step_size), work, out=work)     # (-step_size m_t) / denom
+        p.add_(work)
+
+
+def _pair(where: str, betas: Any) -> tuple[Any, Any]:
+    """``betas`` as a tuple of two values (a tuple, a list or a NumPy array of two); a
+    TypeError naming ``where`` for anything else (``betas=0.9``), a ValueError for another
+    count. The values themselves are checked by ``_check_group``."""
+    if isinstance(betas, np.ndarray):
+        betas = betas.tolist() if betas.ndim == 1 else betas
+    if not isinstance(betas, (tuple, list)):
+        raise TypeError(f"{where}: betas must be a pair of real numbers (beta1, beta2), got "
+                        f"{type(betas).__name__} {betas!r}")
+    if len(betas) != 2:
+        raise ValueError(f"{where}: Invalid betas: {tuple(betas)} (expected two values, "
+                         f"beta1 and beta2)")
+    return (betas[0], betas[1])
 
 
 class AdamW(Adam):

@@ -19,6 +19,34 @@ in place through the tensor's in-place methods (``add_``, ``mul_``), which bump 
 version counter: a graph that saved the old value for backward raises at ``backward()``
 instead of silently using the new value.
 
+Order of operations
+-------------------
+Every update performs torch's operations (its single-tensor, ``foreach=False`` path) in
+torch's order, each rounded to the parameter's dtype, so extreme gradients (1e19 .. 3.4e38,
+inf, nan, subnormals) give the same finite/inf/nan pattern and the same values to rounding:
+``addcmul_(g, g, value=c)`` is ``(c g) g``, ``addcdiv_(m, d, value=c)`` is ``(c m) / d``,
+``lerp_`` is exact at both ends with the weight rounded to the dtype, and scalars are
+rounded to the dtype before use (NumPy's rule for Python scalars, as torch's kernels do).
+tests/optim/test_extreme_gradients.py checks this step by step against torch.
+
+One difference remains: torch's CPU kernels fuse ``a + c b`` (``add`` with ``alpha``,
+``addcmul``, ``lerp``) into one rounding (a fused multiply-add), while NumPy rounds the
+product first. The results then differ by about one rounding, and a product can overflow
+to inf where torch's fused sum stays finite only when its factor exceeds 1 in magnitude (a
+learning rate, momentum or weight decay above 1, or negative dampening). The one place where
+this changes the outcome with ordinary hyperparameters, ``v - gbar^2`` in centered RMSprop,
+reproduces torch's result explicitly.
+
+Validation
+----------
+Hyperparameters must be real numbers (Python or NumPy ints and floats, or 0-d arrays of
+them, stored as their scalar; a bool, a str, None or a sequence is a TypeError), finite and
+in the range torch checks (a ValueError otherwise); flags (``nesterov``, ``amsgrad``,
+``maximize``, ``centered``...) are ``True``/``False`` (NumPy's too) or the integers 0 and 1,
+stored as bools. They are checked when a group is added or loaded and again at every
+``step()``, so a value written into ``param_groups`` by hand (a scheduler's, a user's) is
+checked too. Each message names the class (and method), the argument and the value.
+
 Devices
 -------
 State arrays (momentum, moment estimates) are created with the parameter's array module, on
@@ -35,6 +63,8 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
+import numbers
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Iterator
 
@@ -58,15 +88,21 @@ def _new_step_counter() -> np.ndarray:
 
 
 def _lerp_(start: Any, end: Any, weight: float) -> None:
-    """In place: ``start <- start + weight * (end - start)`` (linear interpolation).
+    """In place: ``start <- start + weight * (end - start)`` (linear interpolation), in
+    torch's order of operations (``Tensor.lerp_`` on the CPU).
 
-    Written in the form that is exact at both ends: ``start + w (end - start)`` for
-    ``w < 0.5`` and ``end - (1 - w)(end - start)`` otherwise.
+    The weight is first rounded to the arrays' dtype, as torch does. The form is exact at
+    both ends: ``start + w (end - start)`` for ``|w| < 0.5`` and ``end + (w - 1)(end -
+    start)`` otherwise, where ``w - 1`` is computed in the arrays' dtype (exact there).
     """
-    if weight < 0.5:
-        start += weight * (end - start)
+    w = start.dtype.type(weight)
+    diff = end - start                      # (end - start), one temporary
+    if abs(w) < 0.5:
+        diff *= w
+        start += diff
     else:
-        start[...] = end - (1.0 - weight) * (end - start)
+        diff *= w - 1
+        get_array_module(start).add(end, diff, out=start)
 
 
 class Optimizer:
@@ -101,19 +137,25 @@ class Optimizer:
         self.state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         self._opt_called = False
+        name = type(self).__name__
         if isinstance(params, Tensor):
             raise TypeError(
-                "params given to the optimizer should be an iterable of Tensors or dicts, "
-                "but got a single Tensor; wrap it in a list"
+                f"{name}: params given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got a single Tensor; wrap it in a list"
             )
         if isinstance(params, (set, frozenset)):
             raise TypeError(
-                "optimizer parameters must be an ordered collection (a list), not a set: "
-                "the order of a set changes between runs"
+                f"{name}: optimizer parameters must be an ordered collection (a list), not a "
+                f"set: the order of a set changes between runs"
+            )
+        if isinstance(params, (str, bytes, dict)) or not isinstance(params, Iterable):
+            raise TypeError(
+                f"{name}: params must be an iterable of Tensors or of dicts (parameter "
+                f"groups), got {type(params).__name__}"
             )
         groups = list(params)
         if len(groups) == 0:
-            raise ValueError("optimizer got an empty parameter list")
+            raise ValueError(f"{name}: optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
@@ -137,53 +179,67 @@ class Optimizer:
             For a non-leaf tensor, a parameter listed twice or already in another group, or
             an invalid hyperparameter.
         """
+        where = type(self).__name__
         if not isinstance(param_group, dict):
             raise TypeError(
-                f"a parameter group must be a dict, got {type(param_group).__name__}"
+                f"{where}: a parameter group must be a dict, got {type(param_group).__name__}"
             )
         if "params" not in param_group:
-            raise ValueError("a parameter group needs a 'params' entry")
+            raise ValueError(f"{where}: a parameter group needs a 'params' entry")
         group = dict(param_group)
         params = group["params"]
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, (set, frozenset)):
             raise TypeError(
-                "optimizer parameters must be an ordered collection (a list), not a set: "
-                "the order of a set changes between runs"
+                f"{where}: optimizer parameters must be an ordered collection (a list), not "
+                f"a set: the order of a set changes between runs"
+            )
+        elif isinstance(params, (str, bytes, dict)) or not isinstance(params, Iterable):
+            raise TypeError(
+                f"{where}: a parameter group's 'params' must be a Tensor or a list of "
+                f"Tensors, got {type(params).__name__}"
             )
         else:
             params = list(params)
         for k, p in enumerate(params):
             if not isinstance(p, Tensor):
                 raise TypeError(
-                    f"optimizer can only optimize Tensors, but parameter {k} of the group is "
-                    f"a {type(p).__name__}"
+                    f"{where}: optimizer can only optimize Tensors, but parameter {k} of the "
+                    f"group is a {type(p).__name__}"
                 )
             if not p.is_leaf:
                 raise ValueError(
-                    f"can't optimize a non-leaf Tensor (parameter {k} of the group, shape "
-                    f"{p.shape}, made by {p.grad_fn.name if p.grad_fn else '?'})"
+                    f"{where}: can't optimize a non-leaf Tensor (parameter {k} of the group, "
+                    f"shape {p.shape}, made by {p.grad_fn.name if p.grad_fn else '?'})"
                 )
         if len({id(p) for p in params}) != len(params):
             raise ValueError(
-                "a parameter group lists the same tensor more than once; it would be "
-                "updated several times per step"
+                f"{where}: a parameter group lists the same tensor more than once; it would "
+                f"be updated several times per step"
             )
         group["params"] = params
         for name, default in self.defaults.items():
             group.setdefault(name, copy.deepcopy(default))
-        self._check_group(group)
+        self._check_group(group, where)
 
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in existing for p in params):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise ValueError(
+                f"{where}: some parameters appear in more than one parameter group"
+            )
         self.param_groups.append(group)
 
-    def _check_group(self, group: dict[str, Any]) -> None:
-        """Raise ``ValueError`` naming the bad value when a hyperparameter is invalid.
-        The base class checks the learning rate; subclasses extend it."""
-        _check_nonneg("learning rate", group["lr"])
+    def _check_group(self, group: dict[str, Any], where: str) -> None:
+        """Check the hyperparameters of ``group`` and store them normalized (a 0-d array as
+        its scalar, a flag as a bool): a TypeError for a value of the wrong type (a str, a
+        bool for a number, None...), a ValueError for one out of range, each naming
+        ``where`` (the class, or the method and the group), the argument and the value.
+
+        The base class checks the learning rate; subclasses extend it. It runs when a group
+        is added or loaded and again at every ``step()`` (a few scalar checks per group), so
+        a value written into ``param_groups`` by hand is checked too."""
+        group["lr"] = _check_nonneg(where, "learning rate", "lr", group["lr"])
 
     # ---------------------------------------------------------------- gradients
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -196,6 +252,8 @@ class Optimizer:
             next ``step()`` skip parameters that get no gradient. ``False``: fill the existing
             gradient arrays with zeros in place.
         """
+        set_to_none = _check_flag(f"{type(self).__name__}.zero_grad", "set_to_none",
+                                  set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -240,16 +298,27 @@ class Optimizer:
         Raises
         ------
         TypeError
-            A ``p.grad`` that is not a raw backend array (a Tensor, list or scalar assigned
-            by hand), naming the parameter and the gradient's type.
+            A ``closure`` that is not callable; a ``p.grad`` that is not a raw backend array
+            (a Tensor, list or scalar assigned by hand), naming the parameter and the
+            gradient's type; a hyperparameter of the wrong type in ``param_groups``.
         ValueError
-            A gradient whose shape, dtype or device differs from its parameter's.
+            A gradient whose shape, dtype or device differs from its parameter's; a
+            hyperparameter out of range in ``param_groups``.
         """
+        where = f"{type(self).__name__}.step"
+        if closure is not None and not callable(closure):
+            raise TypeError(
+                f"{where}: closure must be a callable that re-evaluates the model and "
+                f"returns the loss (or None), got {type(closure).__name__} {closure!r}"
+            )
+        # every hyperparameter and gradient is checked before any parameter moves: a bad
+        # one changes nothing (the closure runs first, as in torch, since it makes them)
         loss = None
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        # every gradient is checked before any parameter moves: a bad one changes nothing
+        for i, group in enumerate(self.param_groups):
+            self._check_group(group, f"{where}: parameter group {i}")
         checked = [list(self._params_with_grad(group, i))
                    for i, group in enumerate(self.param_groups)]
         with no_grad():
@@ -312,65 +381,151 @@ class Optimizer:
         Hyperparameters (``lr`` ...) are taken from the state dict (a group that lacks one
         gets the optimizer's default) and checked as the constructor checks them.
 
+        Every entry is checked before anything changes: the state of a parameter is either
+        empty (no step taken yet) or holds every buffer the update reads (``exp_avg`` and
+        ``exp_avg_sq`` for Adam, ``square_avg`` for RMSprop, ``sum`` for Adagrad, and
+        ``step``); ``step`` is a whole number >= 0; each buffer is a floating-point array of
+        its parameter's shape, and second-moment estimates and sums of squares are >= 0
+        (nan and inf, which a diverged run stores, are kept).
+
         Raises
         ------
+        TypeError
+            ``state_dict`` is not a dict, or an entry has the wrong type (a buffer that is
+            not a floating-point array, a ``step`` that is not a number, a hyperparameter
+            of the wrong type).
         ValueError
-            When the number of groups or of parameters in a group differs, a state array's
-            shape differs from its parameter's (a state dict made for other parameters, or
-            for these in another order), or a loaded hyperparameter is invalid. Nothing is
-            changed then: the state and the groups are replaced only once all checks pass.
+            When ``'state'`` or ``'param_groups'`` is missing, the number of groups or of
+            parameters in a group differs, a buffer is missing, a state array's shape
+            differs from its parameter's (a state dict made for other parameters, or for
+            these in another order), a ``step`` is nan, negative or fractional, a second
+            moment is negative, or a loaded hyperparameter is invalid. The message names
+            the parameter's index and the entry. Nothing is changed then: the state and
+            the groups are replaced only once all checks pass.
         """
-        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(
+                f"{where}: state_dict must be a dict with 'state' and 'param_groups' entries "
+                f"(as returned by state_dict()), got {type(state_dict).__name__}"
+            )
+        for key in ("state", "param_groups"):
+            if key not in state_dict:
+                raise ValueError(
+                    f"{where}: the state dict has no {key!r} entry (expected the dict "
+                    f"returned by state_dict(), with 'state' and 'param_groups'; got the "
+                    f"keys {sorted(map(str, state_dict))})"
+                )
+        raw_groups, raw_state = state_dict["param_groups"], state_dict["state"]
+        if not isinstance(raw_groups, (list, tuple)):
+            raise TypeError(f"{where}: 'param_groups' must be a list of dicts, got "
+                            f"{type(raw_groups).__name__}")
+        if not isinstance(raw_state, dict):
+            raise TypeError(f"{where}: 'state' must be a dict (parameter index -> dict of "
+                            f"buffers), got {type(raw_state).__name__}")
+        for k, saved in enumerate(raw_groups):
+            if not isinstance(saved, dict):
+                raise TypeError(f"{where}: parameter group {k} must be a dict, got "
+                                f"{type(saved).__name__}")
+            if not isinstance(saved.get("params"), (list, tuple)):
+                raise ValueError(f"{where}: parameter group {k} needs a 'params' list of "
+                                 f"parameter indices, got {saved.get('params')!r}")
+        saved_groups = copy.deepcopy(list(raw_groups))
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(
-                f"loaded state dict has {len(saved_groups)} parameter groups, the optimizer "
-                f"has {len(self.param_groups)}"
+                f"{where}: loaded state dict has {len(saved_groups)} parameter groups, the "
+                f"optimizer has {len(self.param_groups)}"
             )
         for k, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
             if len(group["params"]) != len(saved["params"]):
                 raise ValueError(
-                    f"loaded state dict's parameter group {k} has {len(saved['params'])} "
-                    f"parameters, the optimizer's has {len(group['params'])}"
+                    f"{where}: loaded state dict's parameter group {k} has "
+                    f"{len(saved['params'])} parameters, the optimizer's has "
+                    f"{len(group['params'])}"
                 )
-        param_of = {
-            _as_index(i): p
-            for i, p in zip(
-                itertools.chain.from_iterable(g["params"] for g in saved_groups),
-                itertools.chain.from_iterable(g["params"] for g in self.param_groups),
-            )
-        }
-        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
-        for key, value in state_dict["state"].items():
-            p = param_of.get(_as_index(key))
-            if p is None:
-                state[key] = copy.deepcopy(value)
-            else:
-                self._check_state_shapes(_as_index(key), value, p)
-                state[p] = {name: _cast_state_value(name, v, p) for name, v in value.items()}
         new_groups = []
-        for group, saved in zip(self.param_groups, saved_groups):
+        for k, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
             saved["params"] = group["params"]
             for name, default in self.defaults.items():   # a dict from an older version
                 saved.setdefault(name, copy.deepcopy(default))
-            self._check_group(saved)
+            self._check_group(saved, f"{where}: parameter group {k}")
             new_groups.append(saved)
+        param_of: dict[Any, tuple[Tensor, dict[str, Any]]] = {}
+        for group, saved in zip(new_groups, raw_groups):
+            for i, p in zip(saved["params"], group["params"]):
+                index = _as_index(i)
+                if index in param_of:
+                    raise ValueError(f"{where}: parameter index {i!r} is listed twice in "
+                                     f"'param_groups'")
+                param_of[index] = (p, group)
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for key, value in raw_state.items():
+            found = param_of.get(_as_index(key))
+            if found is None:
+                state[key] = copy.deepcopy(value)
+            else:
+                p, group = found
+                state[p] = self._load_param_state(where, _as_index(key), value, p, group)
         self.state = state
         self.param_groups = new_groups
 
-    def _check_state_shapes(self, index: int, entries: dict[str, Any], p: Tensor) -> None:
-        """Every state array of a parameter (momentum, moment estimates, ...) has the
-        parameter's shape; the step counter is a number. A mismatch means the state dict was
-        made for other parameters, or for the same ones in another order."""
-        for name, value in entries.items():
-            if name == "step" or not hasattr(value, "shape"):
-                continue
-            shape = tuple(value.shape)
-            if shape != p.shape:
+    # The buffers of a parameter's state (subclasses fill these in): all the arrays an
+    # update reads, the ones every non-empty state holds (``step`` included where there is
+    # one), the ones that are sums or averages of squares (>= 0), and the ones that may be
+    # None (SGD's momentum buffer before its first step, as torch may store it).
+    _state_buffers: tuple[str, ...] = ()
+    _required_state: tuple[str, ...] = ()
+    _nonneg_state: tuple[str, ...] = ()
+    _nullable_state: tuple[str, ...] = ()
+
+    def _load_param_state(self, where: str, index: Any, entries: Any, p: Tensor,
+                          group: dict[str, Any]) -> dict[str, Any]:
+        """The loaded state of parameter ``index`` (``p``), checked and copied to its device
+        and dtype; a TypeError or ValueError naming ``where``, the index and the entry."""
+        at = f"{where}: parameter {index}"
+        if not isinstance(entries, dict):
+            raise TypeError(f"{at}: its state must be a dict of buffers, got "
+                            f"{type(entries).__name__}")
+        if entries:
+            missing = [name for name in self._required_state if name not in entries]
+            if missing:
                 raise ValueError(
-                    f"{type(self).__name__}.load_state_dict: parameter {index} has shape "
-                    f"{p.shape} but its state entry {name!r} has shape {shape}; the state "
-                    f"dict was made for other parameters, or for these in another order"
+                    f"{at}: the state has no {missing[0]!r} entry ({type(self).__name__} "
+                    f"keeps {', '.join(map(repr, self._required_state))}); the state dict "
+                    f"is incomplete or was made by another optimizer"
                 )
+        loaded: dict[str, Any] = {}
+        for name, value in entries.items():
+            if name == "step":
+                loaded[name] = _load_step(at, value)
+            elif value is None and name in self._nullable_state:
+                loaded[name] = None
+            else:
+                array = _state_array(value)
+                if array is None:
+                    if name not in self._state_buffers:
+                        loaded[name] = copy.deepcopy(value)   # an entry no update reads
+                        continue
+                    raise TypeError(f"{at}: state entry {name!r} must be an array of shape "
+                                    f"{p.shape}, got {type(value).__name__} {value!r}")
+                if tuple(array.shape) != p.shape:
+                    raise ValueError(
+                        f"{at} has shape {p.shape} but its state entry {name!r} has shape "
+                        f"{tuple(array.shape)}; the state dict was made for other "
+                        f"parameters, or for these in another order"
+                    )
+                if np.dtype(array.dtype).kind != "f":
+                    raise TypeError(f"{at}: state entry {name!r} has dtype {array.dtype}; "
+                                    f"it must be a floating-point array")
+                moved = to_device(array, p.device)
+                moved = moved.astype(p.dtype, copy=moved is array or moved is value)
+                if name in self._nonneg_state and bool((moved < 0).any()):
+                    raise ValueError(
+                        f"{at}: state entry {name!r} has negative values (min "
+                        f"{float(moved.min())}); it is an average of squares, >= 0"
+                    )
+                loaded[name] = moved
+        return loaded
 
     # ---------------------------------------------------------------- display
     def __repr__(self) -> str:
@@ -384,24 +539,66 @@ class Optimizer:
 
 
 # ------------------------------------------------------------------------- helpers
-def _check_nonneg(what: str, value: Any) -> None:
-    """ValueError unless ``value`` is a number >= 0 (NaN is refused too)."""
-    try:
-        ok = float(value) >= 0.0
-    except (TypeError, ValueError):
-        raise ValueError(f"Invalid {what}: {value!r} (expected a number)") from None
-    if not ok:
-        raise ValueError(f"Invalid {what}: {value} (must be >= 0)")
+def _real(where: str, name: str, value: Any) -> Any:
+    """``value`` when it is a real number (a Python or NumPy int or float; a 0-d NumPy array
+    of one is returned as its scalar), else a TypeError naming ``where`` and ``name``: a
+    str, None, a bool, a sequence or a Tensor is refused (``float('0.1')`` would silently
+    accept a string)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a real number, got "
+                        f"{type(value).__name__} {value!r}")
+    return value
 
 
-def _check_unit_interval(what: str, value: Any) -> None:
-    """ValueError unless 0 <= value < 1."""
+def _as_float(value: Any) -> float:
+    """A real number as a float (an int too large for a float is inf)."""
     try:
-        ok = 0.0 <= float(value) < 1.0
-    except (TypeError, ValueError):
-        raise ValueError(f"Invalid {what}: {value!r} (expected a number)") from None
-    if not ok:
-        raise ValueError(f"Invalid {what}: {value} (must be in [0, 1))")
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _check_nonneg(where: str, what: str, name: str, value: Any) -> Any:
+    """``value`` checked to be a finite real number >= 0 and returned (see :func:`_real`);
+    a ValueError naming ``where``, ``what`` and ``name`` when it is negative, inf or nan
+    (torch refuses negative values and nan; an infinite one only makes the parameters inf
+    or nan, so it is refused too)."""
+    value = _real(where, name, value)
+    number = _as_float(value)
+    if not number >= 0.0:
+        raise ValueError(f"{where}: Invalid {what}: {value} ({name} must be >= 0)")
+    if not math.isfinite(number):
+        raise ValueError(f"{where}: Invalid {what}: {value} ({name} must be finite)")
+    return value
+
+
+def _check_finite(where: str, what: str, name: str, value: Any) -> Any:
+    """``value`` checked to be a finite real number (any sign) and returned."""
+    value = _real(where, name, value)
+    if not math.isfinite(_as_float(value)):
+        raise ValueError(f"{where}: Invalid {what}: {value} ({name} must be finite)")
+    return value
+
+
+def _check_unit_interval(where: str, what: str, name: str, value: Any) -> Any:
+    """``value`` checked to be a real number with 0 <= value < 1 and returned."""
+    value = _real(where, name, value)
+    if not 0.0 <= _as_float(value) < 1.0:
+        raise ValueError(f"{where}: Invalid {what}: {value} ({name} must be in [0, 1))")
+    return value
+
+
+def _check_flag(where: str, name: str, value: Any) -> bool:
+    """``value`` as a bool: ``True``/``False`` (Python or NumPy) or the integers 0 and 1 (as
+    the layers take ``bias=1``); a TypeError naming ``where`` and ``name`` for anything else
+    (``amsgrad='no'`` would be truthy; 2, 1.0 and None are refused too)."""
+    if not (isinstance(value, (bool, np.bool_))
+            or isinstance(value, (int, np.integer)) and value in (0, 1)):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
+                        f"({type(value).__name__})")
+    return bool(value)
 
 
 def _is_raw_array(value: Any) -> bool:
@@ -438,20 +635,43 @@ def _copy_state(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _cast_state_value(name: str, value: Any, param: Tensor) -> Any:
-    """A loaded state entry on the parameter's device and in its dtype (always a copy). The
-    step counter stays a 0-d float32 host array, as torch keeps it on the CPU."""
+def _state_array(value: Any) -> Any:
+    """A state entry as a raw array (a NumPy array, a device array, the data of a Tensor, a
+    NumPy scalar as a 0-d array, a foreign array such as torch's through ``__array__``), or
+    None when it is no array (a number, a list, None)."""
     if isinstance(value, Tensor):
-        value = value.data
-    if name == "step":
-        return np.array(float(value), dtype=_STEP_DTYPE)  # explicit: a device 0-d is read back
-    if hasattr(value, "shape") or hasattr(value, "__array__"):
-        if isinstance(value, np.generic) or (
-                get_array_module(value) is np and not isinstance(value, np.ndarray)):
-            value = np.asarray(value)     # a NumPy scalar, or a foreign array (torch's)
-        moved = to_device(value, param.device)
-        return moved.astype(param.dtype, copy=moved is value)
-    return copy.deepcopy(value)
+        return value.data
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        return None
+    if isinstance(value, np.ndarray) or get_array_module(value) is not np:
+        return value
+    if hasattr(value, "__array__"):
+        return np.asarray(value)              # a foreign host array (torch's)
+    return None
+
+
+def _load_step(at: str, value: Any) -> np.ndarray:
+    """A loaded step counter as a 0-d float32 host array (as torch keeps it); a TypeError
+    unless it is a real number (or a one-element array or Tensor of one), a ValueError
+    unless it is a whole number >= 0, each naming ``at`` and ``'step'``."""
+    array = _state_array(value)
+    if array is not None:
+        if int(np.prod(array.shape)) != 1 or np.dtype(array.dtype).kind not in "iuf":
+            raise TypeError(f"{at}: state entry 'step' must be a number (or a one-element "
+                            f"array of one), got an array of shape {tuple(array.shape)} and "
+                            f"dtype {array.dtype}")
+        number = float(array.reshape(()))     # explicit: a device 0-d is read back
+    else:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{at}: state entry 'step' must be a number, got "
+                            f"{type(value).__name__} {value!r}")
+        number = _as_float(value)
+    if not (math.isfinite(number) and number >= 0 and number.is_integer()):
+        raise ValueError(f"{at}: invalid state entry 'step': {number} (the number of steps "
+                         f"taken must be a whole number >= 0)")
+    return np.array(number, dtype=_STEP_DTYPE)
 
 
 def _follow_parameter(state: dict[str, Any], param: Tensor) -> None:

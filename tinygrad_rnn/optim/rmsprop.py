@@ -3,9 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..backend import get_array_module
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _check_nonneg, _lerp_, _new_step_counter
+from .optimizer import (
+    Optimizer, ParamsT, _check_flag, _check_nonneg, _lerp_, _new_step_counter,
+)
 
 __all__ = ["RMSprop"]
 
@@ -26,7 +30,11 @@ class RMSprop(Optimizer):
         momentum:  b_t = mu * b_{t-1} + g_t / s_t,   theta <- theta - gamma * b_t
         otherwise:                                   theta <- theta - gamma * g_t / s_t
 
-    eps is added outside the square root, as in torch.
+    eps is added outside the square root, as in torch. Each quantity is computed in torch's
+    order of operations: ``v_t = alpha v_{t-1} + ((1 - alpha) g_t) g_t``, ``gbar_t =
+    lerp(gbar_{t-1}, g_t, 1 - alpha)``, ``v_t - gbar_t^2`` rounded once (as torch's fused
+    ``addcmul``), and without momentum ``theta <- theta + (-gamma g_t) / s_t``, so that
+    extreme gradients overflow where torch's do (see Notes).
 
     Parameters
     ----------
@@ -56,7 +64,13 @@ class RMSprop(Optimizer):
     -----
     In the centered variant v_t - gbar_t^2 >= 0 holds exactly, but rounding can make it a
     tiny negative number after many steps with a nearly constant gradient; it is clamped at
-    0 here (torch would take the square root of a negative number and produce NaN).
+    0 here (torch would take the square root of a negative number and produce NaN). This is
+    the one deliberate difference from torch; inf and nan pass through the clamp unchanged.
+
+    With a float32 gradient of 1e30, v_t is inf and gbar_t^2 = 1e56 overflows too: torch
+    forms v_t - gbar_t^2 in one rounding (inf), so s_t = inf and the parameter does not
+    move. Computing gbar_t^2 on its own gave inf - inf = nan and a nan parameter; here the
+    difference is inf wherever v_t is inf and gbar_t is finite, as in torch.
 
     References
     ----------
@@ -73,12 +87,20 @@ class RMSprop(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _check_group(self, group: dict[str, Any]) -> None:
-        super()._check_group(group)
-        _check_nonneg("epsilon value", group["eps"])
-        _check_nonneg("momentum value", group["momentum"])
-        _check_nonneg("weight_decay value", group["weight_decay"])
-        _check_nonneg("alpha value", group["alpha"])
+    _state_buffers = ("square_avg", "momentum_buffer", "grad_avg")
+    _required_state = ("step", "square_avg")
+    _nonneg_state = ("square_avg",)
+
+    def _check_group(self, group: dict[str, Any], where: str) -> None:
+        super()._check_group(group, where)
+        group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
+        group["momentum"] = _check_nonneg(where, "momentum value", "momentum",
+                                          group["momentum"])
+        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+                                              group["weight_decay"])
+        group["alpha"] = _check_nonneg(where, "alpha value", "alpha", group["alpha"])
+        group["centered"] = _check_flag(where, "centered", group["centered"])
+        group["maximize"] = _check_flag(where, "maximize", group["maximize"])
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
@@ -102,25 +124,36 @@ class RMSprop(Optimizer):
             g = g + weight_decay * p.data
 
         square_avg = state["square_avg"]
-        square_avg *= alpha                                   # v_t
-        square_avg += (1.0 - alpha) * (g * g)
+        square_avg *= alpha                                   # v_t = alpha v_{t-1}
+        work = xp.multiply(g, 1.0 - alpha, out=xp.empty_like(p.data))  # + ((1 - alpha) g_t) g_t
+        work *= g
+        square_avg += work
         if group["centered"]:
             if "grad_avg" not in state:  # switched on after the state was made
                 state["grad_avg"] = xp.zeros_like(p.data)
             grad_avg = state["grad_avg"]
             _lerp_(grad_avg, g, 1.0 - alpha)                  # gbar_t
-            variance = xp.maximum(square_avg - grad_avg * grad_avg, 0)   # see Notes
-            s = xp.sqrt(variance)
+            xp.multiply(grad_avg, grad_avg, out=work)
+            # torch rounds v_t - gbar_t^2 once (a fused multiply-add), so where v_t is inf
+            # and gbar_t is finite the difference is inf even when gbar_t^2 alone overflows:
+            # the inf - inf here is replaced by v_t (no warning for it)
+            with np.errstate(invalid="ignore"):
+                xp.subtract(square_avg, work, out=work)       # v_t - gbar_t^2
+            xp.copyto(work, square_avg, where=xp.isnan(work) & xp.isfinite(grad_avg))
+            xp.maximum(work, 0, out=work)                     # see Notes
+            xp.sqrt(work, out=work)
         else:
-            s = xp.sqrt(square_avg)
-        s += eps                                              # s_t
+            xp.sqrt(square_avg, out=work)
+        work += eps                                           # s_t
 
         if momentum > 0:
             if "momentum_buffer" not in state:  # switched on after the state was made
                 state["momentum_buffer"] = xp.zeros_like(p.data)
             buf = state["momentum_buffer"]
             buf *= momentum                                   # b_t = mu b_{t-1} + g_t / s_t
-            buf += g / s
+            xp.divide(g, work, out=work)
+            buf += work
             p.add_(buf, alpha=-lr)
         else:
-            p.add_(g / s, alpha=-lr)
+            xp.divide(g * (-lr), work, out=work)              # (-gamma g_t) / s_t
+            p.add_(work)

@@ -5,7 +5,9 @@ from typing import Any
 
 from ..backend import get_array_module
 from ..tensor import Tensor
-from .optimizer import Optimizer, ParamsT, _check_nonneg
+from .optimizer import (
+    Optimizer, ParamsT, _check_finite, _check_flag, _check_nonneg,
+)
 
 __all__ = ["SGD"]
 
@@ -72,14 +74,23 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _check_group(self, group: dict[str, Any]) -> None:
-        super()._check_group(group)
-        _check_nonneg("momentum value", group["momentum"])
-        _check_nonneg("weight_decay value", group["weight_decay"])
+    _state_buffers = ("momentum_buffer",)
+    _nullable_state = ("momentum_buffer",)
+
+    def _check_group(self, group: dict[str, Any], where: str) -> None:
+        super()._check_group(group, where)
+        group["momentum"] = _check_nonneg(where, "momentum value", "momentum",
+                                          group["momentum"])
+        group["dampening"] = _check_finite(where, "dampening value", "dampening",
+                                           group["dampening"])
+        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+                                              group["weight_decay"])
+        group["nesterov"] = _check_flag(where, "nesterov", group["nesterov"])
+        group["maximize"] = _check_flag(where, "maximize", group["maximize"])
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError(
-                f"Nesterov momentum requires a momentum > 0 and zero dampening, got "
-                f"momentum={group['momentum']}, dampening={group['dampening']}"
+                f"{where}: Nesterov momentum requires a momentum > 0 and zero dampening, "
+                f"got momentum={group['momentum']}, dampening={group['dampening']}"
             )
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
