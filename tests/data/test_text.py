@@ -161,6 +161,53 @@ def test_vocab_from_json_errors_name_the_path(tmp_path) -> None:
         Vocab.from_json(dup)
 
 
+@pytest.mark.parametrize("version", [True, 1.0, "1", None, 2])
+def test_vocab_version_must_be_the_integer_one(tmp_path, version) -> None:
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({"format": "tinygrad_rnn.vocab", "version": version,
+                                "tokens": list(SPECIAL_TOKENS)}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"v\.json.*unsupported version"):
+        Vocab.from_json(path)
+
+
+def test_vocab_json_nested_too_deeply_is_a_value_error_naming_the_path(tmp_path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"deep\.json.*nested too deeply"):
+        Vocab.from_json(path)
+
+
+def test_vocab_with_a_lone_surrogate_round_trips(tmp_path) -> None:
+    # valid JSON and a valid Python str, but not encodable as UTF-8: written escaped
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({"format": "tinygrad_rnn.vocab", "version": 1,
+                                "tokens": list(SPECIAL_TOKENS) + ["\ud800", "é"]}),
+                    encoding="utf-8")
+    v = Vocab.from_json(path)
+    assert v.tokens[4:] == ["\ud800", "é"]
+    v.to_json(tmp_path / "again.json")
+    assert Vocab.from_json(tmp_path / "again.json") == v
+    Vocab(["\udcff"]).to_json(tmp_path / "built.json")
+    assert Vocab.from_json(tmp_path / "built.json").tokens[4:] == ["\udcff"]
+    # without a surrogate the file stays readable UTF-8 text
+    Vocab(["é"]).to_json(tmp_path / "plain.json")
+    assert "é" in (tmp_path / "plain.json").read_text(encoding="utf-8")
+    assert sorted(os.listdir(tmp_path)) == ["again.json", "built.json", "plain.json", "v.json"]
+
+
+def test_vocab_to_json_errors_name_the_target_not_a_temporary_file(tmp_path) -> None:
+    v = Vocab.build("ab")
+    target = tmp_path / "missing" / "v.json"
+    with pytest.raises(FileNotFoundError) as info:
+        v.to_json(target)
+    assert str(target) in str(info.value) and ".tmp" not in str(info.value)
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(IsADirectoryError) as info:
+        v.to_json(tmp_path / "dir.json")
+    assert "dir.json" in str(info.value) and ".tmp" not in str(info.value)
+    assert os.listdir(tmp_path) == ["dir.json"] and os.listdir(tmp_path / "dir.json") == []
+
+
 # --------------------------------------------------------------------------------------------
 # tokenizers
 # --------------------------------------------------------------------------------------------

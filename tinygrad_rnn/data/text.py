@@ -37,13 +37,13 @@ import json
 import operator
 import os
 import re
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from ..io import atomic_write
 from ..random import get_generator
 
 __all__ = [
@@ -96,21 +96,12 @@ def read_text_file(path: str | os.PathLike, what: str = "text file") -> str:
         ) from exc
 
 
-def _atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then
-    ``os.replace``, so a crash never leaves a half-written file behind."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+def _atomic_write_text(path: str | os.PathLike, text: str, what: str = "write") -> None:
+    """Write ``text`` as UTF-8 to ``path`` with :func:`tinygrad_rnn.io.atomic_write`: all or
+    nothing, through symlinks, never over a read-only file, and the temporary files of
+    killed writers in the folder are removed. ``what`` names the caller in errors."""
+    data = text.encode("utf-8")  # fails before the file system is touched
+    atomic_write(path, lambda f: f.write(data), what)
 
 
 # ------------------------------------------------------------------------------------ Vocab
@@ -267,10 +258,28 @@ class Vocab:
 
     # ---------------------------------------------------------------- persistence
     def to_json(self, path: str | os.PathLike) -> None:
-        """Save to a JSON file (written atomically: temporary file, then ``os.replace``)."""
+        """Save to a JSON file, written like ``tr.save``: atomically (temporary file, then
+        ``os.replace``), through a symlink, never over a read-only file.
+
+        Tokens are written as UTF-8 text; if one holds a lone surrogate (a valid Python and
+        JSON string that UTF-8 cannot encode, e.g. from ``os.fsdecode`` of undecodable
+        bytes), the whole file is written with ``\\uXXXX`` escapes instead, so that
+        :meth:`from_json` gives back exactly these tokens.
+
+        Raises
+        ------
+        IsADirectoryError, FileNotFoundError, PermissionError, ValueError, OSError
+            As ``tr.save``: ``path`` is a directory, its folder is missing, it is read-only,
+            it is a FIFO or device, ...; every message names ``path``.
+        """
         payload = {"format": _VOCAB_FORMAT, "version": _VOCAB_VERSION,
                    "tokens": self._itos}
-        _atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=0) + "\n")
+        text = json.dumps(payload, ensure_ascii=False, indent=0) + "\n"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escape everything non-ASCII
+            text = json.dumps(payload, ensure_ascii=True, indent=0) + "\n"
+        _atomic_write_text(path, text, what="Vocab.to_json")
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "Vocab":
@@ -286,12 +295,16 @@ class Vocab:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: invalid JSON ({exc.msg} at line {exc.lineno}, column "
                              f"{exc.colno})") from exc
+        except RecursionError:
+            raise ValueError(f"{where}: invalid vocabulary (JSON nested too deeply to "
+                             f"parse)") from None
         if not isinstance(payload, dict) or payload.get("format") != _VOCAB_FORMAT:
             raise ValueError(f"{where}: not a tinygrad_rnn vocabulary (expected a JSON object "
                              f"with \"format\": \"{_VOCAB_FORMAT}\")")
-        if payload.get("version") != _VOCAB_VERSION:
-            raise ValueError(f"{where}: unsupported version {payload.get('version')!r} "
-                             f"(this code reads version {_VOCAB_VERSION})")
+        version = payload.get("version")
+        if type(version) is not int or version != _VOCAB_VERSION:  # not True, not 1.0
+            raise ValueError(f"{where}: unsupported version {version!r} (this code reads "
+                             f"version {_VOCAB_VERSION}, the integer)")
         tokens = payload.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             raise ValueError(f"{where}: \"tokens\" must be a list of strings")
