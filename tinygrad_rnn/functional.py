@@ -11,10 +11,15 @@ RuntimeError naming both devices.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
+
+import numpy as np
 
 from . import ops
 from .backend import get_array_module
+from .bptt._common import check_flag
+from .ops.losses import check_ignore_index, check_unit_interval
 from .random import get_generator
 from .tensor import Tensor, _constant, cat, split, stack, where  # noqa: F401  (re-exported)
 
@@ -35,12 +40,37 @@ def _target(target: Any, input: Any) -> Any:
     return Tensor(target, device=input.device)
 
 
-def _axis(axis: Any, dim: Any, default: Any = -1) -> Any:
-    if dim is not None:
-        if axis is not None:
-            raise TypeError("give axis or dim, not both")
-        return dim
-    return default if axis is None else axis
+def _axis(op: str, axis: Any, dim: Any, default: int = -1) -> int:
+    """The axis given as NumPy's ``axis`` or torch's ``dim`` (not both): a Python or NumPy
+    int (or a 0-d integer array), never a bool, a float or a string; a TypeError naming
+    ``op`` otherwise. Its range is checked by the op, against the input's shape."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{op}: give axis or dim, not both (got axis={axis!r}, dim={dim!r})")
+    given = dim if dim is not None else axis
+    if given is None:
+        return default
+    value = given[()] if isinstance(given, np.ndarray) and given.ndim == 0 else given
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        name = "dim" if dim is not None else "axis"
+        raise TypeError(f"{op}: {name} must be an int, got {given!r} ({type(given).__name__})")
+    return int(value)
+
+
+def _as_tensor(op: str, name: str, value: Any, dtype: Any = None) -> Tensor:
+    """``value`` as a Tensor: a Tensor as it is, host data (a NumPy array, a list, a number)
+    wrapped by the Tensor constructor (its dtype rules: a list of floats is float32), or in
+    ``dtype`` when given and the data has no dtype of its own (a list, a Python number), as
+    a scalar beside a tensor takes the tensor's dtype. Data that holds no numbers (a string,
+    None) is a TypeError naming ``op`` and ``name``."""
+    if isinstance(value, Tensor):
+        return value
+    if dtype is not None and hasattr(value, "dtype"):
+        dtype = None
+    try:
+        return Tensor(value, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{op}: {name} must be a Tensor or an array of numbers, got "
+                        f"{type(value).__name__} ({err})") from None
 
 
 def relu(x: Tensor) -> Tensor:
@@ -73,7 +103,8 @@ def softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
         A mask of any other dtype is a TypeError, never read as boolean: pass a 0/1 keep
         mask as ``mask != 0`` and an additive 0 / -inf mask as ``additive == 0``.
     """
-    return ops.Softmax.apply(x, axis=_axis(axis, dim), mask=_constant(mask, x, "softmax", "mask"))
+    return ops.Softmax.apply(x, axis=_axis("softmax", axis, dim),
+                             mask=_constant(mask, x, "softmax", "mask"))
 
 
 def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
@@ -84,7 +115,7 @@ def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     g - p * sum(g). Masked entries (mask False; the mask must be boolean, as for
     :func:`softmax`) are -inf with gradient 0.
     """
-    return ops.LogSoftmax.apply(x, axis=_axis(axis, dim),
+    return ops.LogSoftmax.apply(x, axis=_axis("log_softmax", axis, dim),
                                 mask=_constant(mask, x, "log_softmax", "mask"))
 
 
@@ -134,17 +165,63 @@ def matmul(a: Any, b: Any) -> Tensor:
     return ops.MatMul.apply(a, b)
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """y = x W^T + b with W of shape (out_features, in_features), as torch's F.linear."""
-    if weight.ndim != 2:
-        raise ValueError(f"linear: weight must be 2-D, got shape {weight.shape}")
-    if x.shape[-1:] != weight.shape[1:]:
+def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
+    """y = x W^T + b, as torch's F.linear.
+
+    Math: y = x W^T + b; dL/dx = G W, dL/dW = G^T x (summed over the leading axes),
+    dL/db = G summed down to b's shape.
+
+    Shapes: x (*, in_features), W (out_features, in_features), b (out_features,) or any
+    shape that broadcasts to the output (*, out_features). A 1-D W (in_features,) gives
+    y = x w (+ b) of shape (*), as in torch.
+
+    Raises TypeError when the arguments do not share one dtype (torch refuses mixed dtypes;
+    NumPy would silently compute float32 with float64 in float64) and ValueError for wrong
+    ranks or shapes, each naming the arguments' shapes and dtypes
+    (:func:`_check_linear`). Host data is wrapped as :func:`_as_tensor` does; a list or a
+    number given as input or bias takes the weight's dtype.
+    """
+    x, weight, bias = _check_linear(x, weight, bias)
+    w_t = ops.Transpose.apply(weight, axes=(1, 0)) if weight.ndim == 2 else weight
+    y = ops.MatMul.apply(x, w_t)  # (*, out_features)
+    return y if bias is None else y + bias
+
+
+def _check_linear(x: Any, weight: Any, bias: Any) -> tuple:
+    """(x, weight, bias) as Tensors, checked for :func:`linear` (see there)."""
+    weight = _as_tensor("linear", "weight", weight)
+    x = _as_tensor("linear", "input", x, weight.dtype)
+    bias = None if bias is None else _as_tensor("linear", "bias", bias, weight.dtype)
+    if weight.ndim not in (1, 2):
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features) or 1-D "
+                         f"(in_features,), got shape {weight.shape}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[-1]:
         raise ValueError(
             f"linear: input of shape {x.shape} does not match weight of shape "
-            f"{weight.shape} (input's last dimension must be {weight.shape[1]})"
+            f"{weight.shape} (the input's last dimension must be in_features = "
+            f"{weight.shape[-1]})"
         )
-    y = ops.MatMul.apply(x, ops.Transpose.apply(weight, axes=(1, 0)))
-    return y if bias is None else y + bias
+    for name, t in (("input", x), ("bias", bias)):
+        if t is not None and t.dtype != weight.dtype:
+            fix = (f"weight.to(np.{t.dtype})" if weight.dtype.kind != "f" == t.dtype.kind
+                   else f"{name}.to(np.{weight.dtype})")
+            raise TypeError(
+                f"linear: {name} dtype {t.dtype} does not match weight dtype {weight.dtype} "
+                f"({name} shape {t.shape}, weight shape {weight.shape}); torch refuses mixed "
+                f"dtypes: convert with {fix}"
+            )
+    out_shape = x.shape[:-1] + weight.shape[:-1]
+    if bias is not None and not _broadcasts_to(bias.shape, out_shape):
+        raise ValueError(f"linear: bias of shape {bias.shape} does not broadcast to the output "
+                         f"shape {out_shape} (input {x.shape}, weight {weight.shape}; a bias "
+                         f"has shape (out_features,) = {weight.shape[:1]})")
+    return x, weight, bias
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``target`` without widening it."""
+    return len(shape) <= len(target) and all(
+        a in (1, b) for a, b in zip(reversed(shape), reversed(target)))
 
 
 def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
@@ -154,25 +231,54 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     ``padding_idx`` must be an integer in [-V, V) (negative counts from the end, as in
     torch), else a ValueError naming it and V."""
     ids = _constant(input, weight, "embedding", "input (the ids)")
+    _check_ids("embedding", ids)
     return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = None) -> Tensor:
+def _check_ids(op: str, ids: Any) -> None:
+    """Ids must be integers: a TypeError naming ``op``, the dtype and the fix otherwise
+    (float ids are never truncated, booleans never read as 0 and 1)."""
+    dtype = getattr(ids, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(ids).dtype
+    if dtype.kind not in "iu":
+        raise TypeError(f"{op}: input must hold integer ids, got dtype {dtype} (convert "
+                        f"whole-number ids with ids.astype(np.int64))")
+
+
+def dropout(x: Any, p: float = 0.5, training: bool = True, generator: Any = None) -> Tensor:
     """Inverted dropout: zero each entry with probability p and scale the rest by 1/(1-p).
+
+    Math: y = x * m / (1 - p) with m ~ Bernoulli(1 - p) per entry; dL/dx = G * m / (1 - p).
 
     The mask is drawn from ``generator`` (a seed or numpy Generator; default: the
     generator reset by ``tr.manual_seed``). Identity when not training or p = 0.
+    ``p`` must be a real number in [0, 1] (a 0-d array too; NaN, a bool or a string is an
+    error) and ``training`` a bool (or the int 0 or 1, as the layers take flags): a string
+    such as ``"no"`` would be truthy and drop (:func:`_check_dropout`).
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    x, p, rng = _check_dropout(x, p, training, generator)
     if not training or p == 0.0:
         return x
     if p == 1.0:
         return x * 0.0
-    rng = get_generator(generator)
     keep = rng.random(x.shape) >= p  # drawn on the host: the same mask on every device
     xp = get_array_module(x.data)
     return ops.Dropout.apply(x, keep=xp.asarray(keep), p=p)
+
+
+def _check_dropout(x: Any, p: Any, training: Any, generator: Any) -> tuple:
+    """(x as a Tensor, p as a float, the generator) for :func:`dropout` (see there)."""
+    p = check_unit_interval("dropout", "p", p)
+    check_flag("dropout", "training", training)
+    if isinstance(generator, (bool, np.bool_)):
+        raise TypeError(f"dropout: generator must be None, a seed (int) or a "
+                        f"numpy.random.Generator, got {generator!r}")
+    try:
+        rng = get_generator(generator)
+    except TypeError as err:
+        raise TypeError(f"dropout: generator: {err}") from None
+    return _as_tensor("dropout", "input", x), p, rng
 
 
 def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: int = -100,
@@ -180,25 +286,59 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: 
     """Cross entropy of logits against class ids (or class probabilities), fused with
     log-softmax: dL/dlogits = softmax(logits) - onehot(target) (per row, before reduction).
 
-    Shapes: input (N, C) with target (N,); (N, C, d1, ...) with (N, d1, ...); (C,) with ().
-    A float target of the input's shape is read as class probabilities. A target id outside
-    [0, C) other than ``ignore_index`` raises IndexError naming the value, its position and C.
-    See :class:`tinygrad_rnn.ops.CrossEntropy` for the full formula with weights and label
+    Shapes, torch's layout exactly: input (N, C, d1, ..., dk) with class ids of shape
+    (N, d1, ..., dk) (k >= 0; (N, C) with (N,) is k = 0), or an unbatched input (C,) with a
+    0-d target; 'none' returns shape (N, d1, ..., dk). A float target of the input's shape
+    is read as class probabilities (``ignore_index`` does not apply to it, as in torch).
+    The classes are on axis 1: time-major logits (T, N, V) with targets (T, N) are not that
+    layout; flatten them, ``F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))``
+    (the error for such shapes says so). Only when N == V do those shapes fit torch's
+    layout, and then they are read as torch reads them (C = N classes on axis 1).
+
+    A target id outside [0, C) other than ``ignore_index`` raises IndexError naming the
+    value, its position and C. 'mean' divides by the summed weights of the non-ignored
+    targets: an empty batch gives NaN, as in torch; a batch whose targets are all ignored
+    gives 0.0 with zero gradient (torch: NaN; a deliberate difference). ``ignore_index``
+    must be an int and ``label_smoothing`` a number in [0, 1]. See
+    :class:`tinygrad_rnn.ops.CrossEntropy` for the full formula with weights and label
     smoothing.
     """
+    input = _as_tensor("cross_entropy", "input", input)
+    ignore_index = check_ignore_index("cross_entropy", ignore_index)
     weight = _constant(weight, input, "cross_entropy", "weight")
-    dtype = getattr(target, "dtype", None)
-    if dtype is not None and dtype.kind == "f" and tuple(target.shape) == input.shape:
-        return ops.SoftCrossEntropy.apply(input, _target(target, input), weight=weight,
+    probabilities = _probabilities(target, input)
+    if probabilities is not None:
+        return ops.SoftCrossEntropy.apply(input, _target(probabilities, input), weight=weight,
                                           reduction=reduction, label_smoothing=label_smoothing)
     ids = _constant(target, input, "cross_entropy", "target")
     return ops.CrossEntropy.apply(input, target=ids, weight=weight, ignore_index=ignore_index,
                                   reduction=reduction, label_smoothing=label_smoothing)
 
 
+def _probabilities(target: Any, input: Tensor) -> Any:
+    """``target`` when it holds class probabilities, torch's second target form: floats of
+    ``input``'s shape (a list of floats becomes an array of the input's dtype, as a number
+    beside a tensor takes the tensor's dtype); None for anything else (class ids)."""
+    if not hasattr(target, "dtype"):
+        try:
+            values = np.asarray(target)
+        except (TypeError, ValueError):  # ragged lists: left to the class-id checks
+            return None
+        if values.dtype.kind != "f" or values.shape != input.shape:
+            return None
+        return values.astype(input.dtype if input.dtype.kind == "f" else values.dtype)
+    fits = target.dtype.kind == "f" and tuple(target.shape) == input.shape
+    return target if fits else None
+
+
 def nll_loss(input: Tensor, target: Any, weight: Any = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
-    """Negative log-likelihood of log-probabilities: -input[i, target[i]] (weighted)."""
+    """Negative log-likelihood of log-probabilities: -input[i, target[i]] (weighted).
+
+    Layout, weights, ``ignore_index`` and 'mean' (NaN over an empty batch, 0.0 when every
+    target is ignored) as in :func:`cross_entropy`; see :class:`tinygrad_rnn.ops.NLLLoss`.
+    """
+    input = _as_tensor("nll_loss", "input", input)
     return ops.NLLLoss.apply(input, target=_constant(target, input, "nll_loss", "target"),
                              weight=_constant(weight, input, "nll_loss", "weight"),
                              ignore_index=ignore_index, reduction=reduction)
@@ -221,5 +361,29 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
 
 
 def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
-    """x with entries where mask is True set to ``value``; those get zero gradient."""
+    """x with entries where mask is True set to ``value``; those get zero gradient.
+
+    ``value`` is one real number (Python or NumPy, a 0-d array, or a 0-d Tensor that needs
+    no gradient; -inf and NaN are allowed, -inf is the usual attention mask); anything else
+    is a TypeError (:func:`_fill_value`)."""
+    value = _fill_value("masked_fill", value)
     return ops.MaskedFill.apply(x, mask=_constant(mask, x, "masked_fill", "mask"), value=value)
+
+
+def _fill_value(op: str, value: Any) -> Any:
+    """``value`` for ``op`` as one real number (a scalar or the raw 0-d array); a TypeError
+    naming ``op`` for None, a string, an array with more dimensions or a Tensor that requires
+    a gradient (no gradient reaches ``value``: ``tr.where(mask, value, x)`` gives one)."""
+    if isinstance(value, Tensor) and value.requires_grad:
+        raise TypeError(f"{op}: value is a Tensor that requires a gradient, which {op} does "
+                        f"not give it; use tr.where(mask, value, x) instead")
+    raw = value.data if isinstance(value, Tensor) else value
+    dtype = getattr(raw, "dtype", None)
+    if dtype is None:
+        ok = isinstance(raw, numbers.Real)
+    else:  # a NumPy scalar or an array
+        ok = getattr(raw, "ndim", 0) == 0 and dtype.kind in "biuf"
+    if not ok:
+        raise TypeError(f"{op}: value must be one real number, got {type(value).__name__} "
+                        f"{value!r} (for elementwise values use tr.where(mask, values, x))")
+    return raw

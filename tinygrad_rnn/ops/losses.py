@@ -3,10 +3,20 @@
 Fusing log-softmax into cross entropy gives the famous gradient dL/dz = softmax(z) - y
 (the "y_hat - y" form) without ever forming the softmax Jacobian, and the log-sum-exp form
 keeps it finite for any logits.
+
+Layout of the class losses (cross_entropy, nll_loss), exactly torch's: input (N, C, d1, ...,
+dk) with class ids of shape (N, d1, ..., dk) (k >= 0), or an unbatched input (C,) with a 0-d
+target (or a (1,) one, which torch takes too); the classes are always on axis 1 (axis 0 unbatched). Arguments are checked by the
+``check_*`` helpers below, one line in each op, so the op bodies read as their derivations.
 """
 from __future__ import annotations
 
+import contextlib
+import math
+import numbers
 from typing import Any
+
+import numpy as np
 
 from ..backend import get_array_module
 from .activations import stable_sigmoid
@@ -17,25 +27,117 @@ from .selection import check_token_ids
 REDUCTIONS = ("none", "mean", "sum")
 
 
-def _check_reduction(op: str, reduction: str) -> None:
-    if reduction not in REDUCTIONS:
+# ------------------------------------------------------------------------------ checks
+def _check_reduction(op: str, reduction: Any) -> None:
+    """ValueError naming ``op`` unless ``reduction`` is the string 'none', 'mean' or 'sum'."""
+    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
 
 
-def _class_last(op: str, x: Any, target: Any) -> tuple:
-    """Move the class axis (1, or 0 for 1-D input) of ``x`` last and check target's shape:
-    input (N, C, d1, ...) pairs with target (N, d1, ...); input (C,) with a 0-d target."""
+def _scalar(value: Any) -> Any:
+    """A 0-d NumPy array as the scalar it holds (``np.array(0.1)``); anything else as is."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
+def check_unit_interval(op: str, name: str, value: Any) -> float:
+    """``value`` as a Python float in [0, 1]: a real number (a Python or NumPy int or float,
+    or a 0-d array of one). A bool, a string or None is a TypeError, NaN or a number outside
+    [0, 1] a ValueError, each naming ``op`` and ``name`` (a string would otherwise fail
+    inside a comparison, and NaN would pass every ``p > 0`` test as if it were 0)."""
+    number = _scalar(value)
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number in [0, 1], got {value!r} "
+                        f"({type(value).__name__}); pass a number such as {name}=0.1")
+    if not 0.0 <= number <= 1.0:  # False for NaN too
+        raise ValueError(f"{op}: {name} must be in [0, 1], got {value!r}")
+    return float(number)
+
+
+def check_ignore_index(op: str, ignore_index: Any) -> int:
+    """``ignore_index`` as a Python int: a Python or NumPy integer or a 0-d integer array,
+    as in torch. A float (1.5 would match no id and ignore nothing, silently), a bool, a
+    string or None is a TypeError naming ``op``."""
+    value = _scalar(ignore_index)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"{op}: ignore_index must be an int (the target value whose entries are left "
+            f"out; torch's default is -100), got {ignore_index!r} "
+            f"({type(ignore_index).__name__})"
+        )
+    return int(value)
+
+
+#: Marks an option that a loss does not take (nll_loss has no label_smoothing).
+_UNUSED = object()
+
+
+def check_class_options(op: str, reduction: Any, ignore_index: Any = _UNUSED,
+                        label_smoothing: Any = _UNUSED) -> tuple:
+    """(ignore_index, label_smoothing) checked by :func:`check_ignore_index` and
+    :func:`check_unit_interval`, after ``reduction``; an option the loss does not take is
+    returned as None."""
+    _check_reduction(op, reduction)
+    if ignore_index is not _UNUSED:
+        ignore_index = check_ignore_index(op, ignore_index)
+    if label_smoothing is not _UNUSED:
+        label_smoothing = check_unit_interval(op, "label_smoothing", label_smoothing)
+    return (None if ignore_index is _UNUSED else ignore_index,
+            None if label_smoothing is _UNUSED else label_smoothing)
+
+
+def _layout_hint(op: str, x_shape: tuple, t_shape: tuple) -> str:
+    """The likely fix for a target whose shape does not fit the input (see
+    :func:`_target_shape_error`), or ''."""
+    expected = () if len(x_shape) == 1 else x_shape[:1] + x_shape[2:]
+    if len(x_shape) >= 3 and t_shape == x_shape[:-1]:
+        v = x_shape[-1]
+        return (f". The target has the input's shape without its last axis: if that axis "
+                f"holds the {v} classes (time-major (T, N, V) or batch-first (N, T, V) "
+                f"logits), flatten both: F.{op}(logits.reshape(-1, {v}), "
+                f"targets.reshape(-1))"
+                + (", or put the classes on axis 1 with logits.transpose(1, 2)"
+                   if len(x_shape) == 3 else ""))
+    if t_shape == x_shape:
+        probs = (" or class probabilities as a float target of the input's shape"
+                 if op == "cross_entropy" else "")
+        return (f". A target of the input's shape looks like one-hot labels: pass the class "
+                f"ids targets.argmax({0 if len(x_shape) == 1 else 1}){probs}")
+    if math.prod(t_shape) == math.prod(expected):
+        return f". The sizes agree: reshape the target with targets.reshape({expected})"
+    return ""
+
+
+def _target_shape_error(op: str, x_shape: tuple, t_shape: tuple) -> ValueError:
+    """ValueError naming ``op``, both shapes, torch's layout, the shape the input needs and,
+    where the shapes suggest it, the fix (:func:`_layout_hint`)."""
+    if len(x_shape) == 1:
+        needs = (f"an input (C,) = {x_shape} needs a 0-d target (one class id; torch "
+                 f"takes shape (1,) too)")
+    else:
+        expected = x_shape[:1] + x_shape[2:]
+        needs = (f"this input has C = {x_shape[1]} classes on axis 1 and needs a target of "
+                 f"shape {expected}")
+    return ValueError(
+        f"{op}: input of shape {x_shape} and target of shape {t_shape} do not fit torch's "
+        f"layout, input (N, C, d1, ..., dk) with class ids of shape (N, d1, ..., dk), or "
+        f"input (C,) with a 0-d target: {needs}{_layout_hint(op, x_shape, t_shape)}"
+    )
+
+
+def _class_last(op: str, x: Any, target: Any) -> Any:
+    """``x`` with its class axis (1, or 0 for 1-D input) moved last, (..., C), after checking
+    that ``target`` has the shape torch's layout gives: input (N, C, d1, ...) pairs with
+    target (N, d1, ...), input (C,) with a 0-d target (:func:`_target_shape_error`)."""
     xp = get_array_module(x)
     if x.ndim == 0:
-        raise ValueError(f"{op}: input must have a class dimension, got shape {x.shape}")
+        raise ValueError(f"{op}: input must have a class dimension, got shape {x.shape} "
+                         f"(torch's layout: (N, C, d1, ..., dk) or (C,))")
     expected = () if x.ndim == 1 else x.shape[:1] + x.shape[2:]
     if tuple(target.shape) != expected:
-        raise ValueError(
-            f"{op}: input of shape {x.shape} needs a target of shape {expected}, got "
-            f"target of shape {target.shape}"
-        )
-    z = x if x.ndim == 1 else xp.moveaxis(x, 1, -1)  # (..., C)
-    return z
+        raise _target_shape_error(op, tuple(x.shape), tuple(target.shape))
+    return x if x.ndim == 1 else xp.moveaxis(x, 1, -1)  # (..., C)
 
 
 def _class_first(x_shape: tuple, g_last: Any) -> Any:
@@ -54,16 +156,29 @@ def _log_softmax_last(z: Any) -> tuple:
 
 
 def _check_weight(op: str, weight: Any, num_classes: int, x: Any) -> Any:
+    """Class weights as an array of ``x``'s dtype, checked to have shape (C,)."""
     if weight is None:
         return None
     xp = get_array_module(x)
-    weight = xp.asarray(weight, dtype=x.dtype)
+    try:
+        weight = xp.asarray(weight, dtype=x.dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op}: weight must be None or {num_classes} real numbers (one per "
+                        f"class), got {type(weight).__name__} {weight!r}") from None
     if weight.shape != (num_classes,):
         raise ValueError(
             f"{op}: weight must have shape ({num_classes},) for input of shape {x.shape}, "
             f"got {weight.shape}"
         )
     return weight
+
+
+def _one_id_of_shape_1(op: str, x: Any, target: Any) -> bool:
+    """Whether ``target`` is one class id of shape (1,) for an unbatched input (C,), which
+    torch takes as the 0-d id; except in cross_entropy when C = 1, where the target has the
+    input's shape and torch reads it as probabilities (and refuses an integer one)."""
+    same_as_probabilities = op == "cross_entropy" and x.shape == (1,)
+    return x.ndim == 1 and target.shape == (1,) and not same_as_probabilities
 
 
 class _HardTargets:
@@ -77,10 +192,12 @@ class _HardTargets:
         target = xp.asarray(target)
         if target.dtype.kind not in "iu":
             raise TypeError(
-                f"{op}: target must hold integer class ids, got dtype {target.dtype} (for "
-                f"class probabilities pass a float target of the input's shape {x.shape} to "
-                f"cross_entropy)"
+                f"{op}: target must hold integer class ids, got dtype {target.dtype} (target "
+                f"shape {target.shape}, input shape {x.shape}; for class probabilities pass "
+                f"a float target of the input's shape to cross_entropy)"
             )
+        if _one_id_of_shape_1(op, x, target):
+            target = target.reshape(())
         self.z = _class_last(op, x, target)
         self.num_classes = self.z.shape[-1]
         check_token_ids(op, target, self.num_classes, what="number of classes",
@@ -90,24 +207,45 @@ class _HardTargets:
         self.safe = xp.where(self.valid, target, 0)
         w_y = self.w[self.safe] if self.w is not None else xp.ones(target.shape, dtype=x.dtype)
         self.w_y = xp.where(self.valid, w_y, xp.zeros((), dtype=x.dtype))
+        self.empty = target.size == 0
 
 
-def _reduce_weighted(loss: Any, reduction: str, denom: Any, counted: bool) -> Any:
-    """'none' / 'sum' / weighted 'mean': divided by ``denom`` (the sum of the counted rows'
-    class weights) as torch does, whatever its sign; 0.0 only when no row is counted (every
-    target ignored), where torch gives NaN. A weight sum of exactly 0 over counted rows gives
-    what the division gives (NaN or inf), as in torch: nothing is corrected silently."""
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
-    return total / denom if counted else get_array_module(loss).zeros((), dtype=loss.dtype)
+# ------------------------------------------------------------------------------ reductions
+def _ieee(on: bool) -> Any:
+    """A context in which, when ``on``, IEEE arithmetic runs without floating-point warnings
+    (x / 0 = +-inf, 0 / 0 = 0 * inf = NaN): for a 'mean' whose counted weights sum to 0,
+    where torch gives these values (a sign that the weights, not the data, are wrong:
+    nothing is corrected silently). Everywhere else warnings stay as configured."""
+    return np.errstate(divide="ignore", invalid="ignore") if on else contextlib.nullcontext()
 
 
-def _counted(valid: Any, reduction: str) -> bool:
-    """Whether any row counts in a 'mean' (a host bool: one read from a device)."""
-    return bool(valid.any()) if reduction == "mean" else True
+def _zero_denominator(reduction: str, denom: Any) -> bool:
+    """Whether a 'mean' divides by 0 (one host read of a flag, for 'mean' only)."""
+    return reduction == "mean" and not bool(denom != 0)
+
+
+def _divide(a: Any, b: Any) -> Any:
+    """a / b with IEEE semantics and no floating-point warning (see :func:`_ieee`)."""
+    with _ieee(True):
+        return a / b
+
+
+def _mean_of(total: Any, denom: Any, valid: Any, empty: bool) -> Any:
+    """A weighted 'mean': ``total / denom`` (denom = the sum of the counted rows' class
+    weights, torch's definition, whatever its sign); NaN for an empty batch, as in torch
+    (0 / 0); and 0.0 when rows exist but every one is ignored (torch: NaN; a deliberate
+    difference, so a batch of padding only adds nothing to a running loss)."""
+    if empty or bool(valid.any()):
+        return _divide(total, denom)
+    return get_array_module(total).zeros((), dtype=total.dtype)
+
+
+def _row_scale(g: Any, reduction: str, denom: Any, valid: Any) -> Any:
+    """dL/dloss_i for every row i: g_i ('none'), g ('sum') or g / denom ('mean'), and
+    exactly 0 on ignored rows whatever g and denom are (never 0 * inf = NaN there)."""
+    xp = get_array_module(g)
+    scale = _divide(g, denom) if reduction == "mean" else g
+    return xp.where(valid, scale, xp.zeros((), dtype=g.dtype))
 
 
 class CrossEntropy(Function):
@@ -118,13 +256,20 @@ class CrossEntropy(Function):
 
         log p = log_softmax(z)
         loss = (1 - eps) * w_y * (-log p_y) + (eps / C) * sum_c w_c * (-log p_c)
-        dloss/dz = [(1 - eps) w_y + (eps / C) sum_c w_c] * p - [(1 - eps) w_y e_y + (eps / C) w]
+        dloss/dz = (1 - eps) w_y (p - e_y) + (eps / C) (sum_c w_c p - w)
 
     With eps = 0 and no weights this is p - onehot(y): "y_hat - y". Rows whose target equals
-    ``ignore_index`` contribute 0 and get exactly 0 gradient. 'mean' divides by the sum of
-    w_y over the non-ignored rows (torch's definition, negative weights included; a weight sum
-    of 0 over counted rows gives NaN or inf, as in torch); when every row is ignored the mean
-    is 0.0 with zero gradient (torch returns NaN there).
+    ``ignore_index`` contribute 0 and get exactly 0 gradient, whatever the upstream gradient.
+
+    'mean' divides each of the two terms by W = the sum of w_y over the non-ignored rows
+    (torch's definition, negative weights included): (1 - eps) sum(w_y nll) / W +
+    (eps / C) sum(smooth) / W. Where the counted weights sum to W = 0 this gives torch's NaN
+    or inf, and NaN gradients on the counted rows (the ignored ones still get 0). An empty
+    batch gives NaN, as in torch; a batch whose rows are all ignored gives 0.0 with zero
+    gradient (torch: NaN; a deliberate difference).
+
+    Shapes: input (N, C, d1, ..., dk) with target (N, d1, ..., dk), or (C,) with a 0-d target
+    (torch's layout; see :func:`_target_shape_error` for the errors).
     """
 
     float_math = True
@@ -134,52 +279,49 @@ class CrossEntropy(Function):
                 ignore_index: int = -100, reduction: str = "mean",
                 label_smoothing: float = 0.0) -> Any:
         xp = get_array_module(x)
-        _check_reduction("cross_entropy", reduction)
-        if not 0.0 <= label_smoothing <= 1.0:
-            raise ValueError(
-                f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}"
-            )
+        ignore_index, label_smoothing = check_class_options(
+            "cross_entropy", reduction, ignore_index, label_smoothing)
         tg = _HardTargets("cross_entropy", x, target, weight, ignore_index)
         num_classes, w, valid, safe, w_y = tg.num_classes, tg.w, tg.valid, tg.safe, tg.w_y
+        zero = xp.zeros((), dtype=x.dtype)
         logp, p = _log_softmax_last(tg.z)
         nll = -xp.take_along_axis(logp, safe[..., None], axis=-1)[..., 0]
         eps = x.dtype.type(label_smoothing)
-        loss = (1 - eps) * w_y * nll
+        eps_c = eps / x.dtype.type(num_classes)
+        hard = xp.where(valid, w_y * nll, zero)  # w_y * (-log p_y), 0 where ignored
+        wc = None
         if label_smoothing > 0:
             wc = w if w is not None else xp.ones(num_classes, dtype=x.dtype)
-            smooth = -(logp * wc).sum(axis=-1)
-            loss = loss + (eps / x.dtype.type(num_classes)) * xp.where(valid, smooth, 0)
-        else:
-            wc = None
-        denom = w_y.sum() if reduction == "mean" else None
-        counted = _counted(valid, reduction)
+            smooth = xp.where(valid, -(logp * wc).sum(axis=-1), zero)  # sum_c w_c (-log p_c)
         ctx.save_for_backward(p, safe, valid, w_y)
-        ctx.meta = (x.shape, reduction, eps, wc, denom, counted, num_classes)
-        return _reduce_weighted(loss, reduction, denom, counted)
+        denom = w_y.sum() if reduction == "mean" else None
+        zero_denom = _zero_denominator(reduction, denom)
+        ctx.meta = (x.shape, reduction, eps, eps_c, wc, denom, zero_denom)
+        if reduction == "none":
+            return (1 - eps) * hard + eps_c * smooth if wc is not None else hard
+        if reduction == "sum":
+            return ((1 - eps) * hard + eps_c * smooth).sum() if wc is not None else hard.sum()
+        mean = _mean_of(hard.sum(), denom, valid, tg.empty)
+        if wc is not None:
+            with _ieee(zero_denom):  # NaN + inf is NaN, as in torch
+                mean = (1 - eps) * mean + eps_c * _mean_of(smooth.sum(), denom, valid,
+                                                           tg.empty)
+        return mean
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         p, safe, valid, w_y = ctx.saved_arrays
-        x_shape, reduction, eps, wc, denom, counted, num_classes = ctx.meta
+        x_shape, reduction, eps, eps_c, wc, denom, zero_denom = ctx.meta
         xp = get_array_module(p)
-        one = p.dtype.type(1)
-        coef = (one - eps) * w_y  # (...,)
-        if wc is not None:
-            coef = coef + (eps / p.dtype.type(num_classes)) * wc.sum() * valid
-        dz = coef[..., None] * p
-        xp.put_along_axis(
-            dz, safe[..., None],
-            xp.take_along_axis(dz, safe[..., None], axis=-1) - ((one - eps) * w_y)[..., None],
-            axis=-1,
-        )
-        if wc is not None:
-            dz -= (eps / p.dtype.type(num_classes)) * wc * valid[..., None]
-        if reduction == "none":
-            dz *= g[..., None]
-        elif reduction == "sum":
-            dz *= g
-        else:
-            dz *= g / denom if counted else g.dtype.type(0)
+        s = _row_scale(g, reduction, denom, valid)  # (...,) dL/dloss per row, 0 if ignored
+        with _ieee(zero_denom):  # W = 0: 0 * inf is NaN on the counted rows, as in torch
+            a = ((1 - eps) * s) * w_y  # (...,) the factor of the hard term
+            dz = a[..., None] * p
+            picked = xp.take_along_axis(dz, safe[..., None], axis=-1)
+            xp.put_along_axis(dz, safe[..., None], picked - a[..., None], axis=-1)  # a(p - e_y)
+            if wc is not None:
+                b = eps_c * s  # (...,)
+                dz += b[..., None] * (wc.sum() * p - wc)  # (eps / C) (sum_c w_c p - w)
         return _class_first(x_shape, dz)
 
 
@@ -189,7 +331,7 @@ class SoftCrossEntropy(Function):
 
     VJP: dloss/dz = p * sum_c w_c q_c - w * q;  dloss/dq = -w * log p. With label smoothing
     the target is first mixed: q' = (1 - eps) q + eps / C. 'mean' divides by the number of
-    rows.
+    rows N * d1 * ... * dk (NaN for an empty batch, as in torch).
     """
 
     float_math = True
@@ -198,12 +340,9 @@ class SoftCrossEntropy(Function):
     def forward(ctx: Context, x: Any, q: Any, weight: Any = None, reduction: str = "mean",
                 label_smoothing: float = 0.0) -> Any:
         xp = get_array_module(x)
-        _check_reduction("cross_entropy", reduction)
-        if q.shape != x.shape:
-            raise ValueError(
-                f"cross_entropy: probability target of shape {q.shape} must match the "
-                f"input shape {x.shape}"
-            )
+        _, label_smoothing = check_class_options("cross_entropy", reduction,
+                                                 label_smoothing=label_smoothing)
+        _check_probability_target(x, q)
         z = x if x.ndim == 1 else xp.moveaxis(x, 1, -1)
         qz = q if q.ndim == 1 else xp.moveaxis(q, 1, -1)
         num_classes = z.shape[-1]
@@ -222,7 +361,7 @@ class SoftCrossEntropy(Function):
         total = loss.sum()
         if reduction == "sum":
             return total
-        return divide_by_count(total, rows) if rows else xp.zeros((), dtype=x.dtype)
+        return divide_by_count(total, rows) if rows else xp.full((), x.dtype.type("nan"))
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
@@ -233,7 +372,7 @@ class SoftCrossEntropy(Function):
         elif reduction == "sum":
             scale = g
         else:
-            scale = divide_by_count(g, rows) if rows else g.dtype.type(0)
+            scale = divide_by_count(g, rows) if rows else g.dtype.type(0)  # (no rows at all)
         wq = wc * qz
         dz = (p * wq.sum(axis=-1, keepdims=True) - wq) * scale
         dq = (-wc * logp) * scale
@@ -242,10 +381,24 @@ class SoftCrossEntropy(Function):
         return _class_first(x_shape, dz), _class_first(x_shape, dq)
 
 
+def _check_probability_target(x: Any, q: Any) -> None:
+    """A probability target must have the input's shape (and a class axis)."""
+    if x.ndim == 0:
+        raise ValueError(f"cross_entropy: input must have a class dimension, got shape "
+                         f"{x.shape} (torch's layout: (N, C, d1, ..., dk) or (C,))")
+    if q.shape != x.shape:
+        raise ValueError(
+            f"cross_entropy: probability target of shape {q.shape} must match the "
+            f"input shape {x.shape}"
+        )
+
+
 class NLLLoss(Function):
     """Negative log-likelihood of log-probabilities (torch.nn.functional.nll_loss):
     loss_i = -w_{y_i} x_{i, y_i}.  VJP: -w_{y_i} at the target entry, 0 elsewhere (divided by
-    sum_i w_{y_i} for 'mean'). ignore_index rows give 0 and zero gradient."""
+    W = sum_i w_{y_i} over the non-ignored rows for 'mean'). Ignored rows give 0 and exactly
+    zero gradient. Layout, 'mean' over an empty or an all-ignored batch, and W = 0 as in
+    :class:`CrossEntropy` (W = 0: NaN at the counted rows' target entries, as in torch)."""
 
     float_math = True
 
@@ -253,28 +406,27 @@ class NLLLoss(Function):
     def forward(ctx: Context, x: Any, target: Any, weight: Any = None,
                 ignore_index: int = -100, reduction: str = "mean") -> Any:
         xp = get_array_module(x)
-        _check_reduction("nll_loss", reduction)
+        ignore_index, _ = check_class_options("nll_loss", reduction, ignore_index)
         tg = _HardTargets("nll_loss", x, target, weight, ignore_index)
-        z, safe, w_y = tg.z, tg.safe, tg.w_y
+        z, safe, w_y, valid = tg.z, tg.safe, tg.w_y, tg.valid
         picked = xp.take_along_axis(z, safe[..., None], axis=-1)[..., 0]
-        loss = -w_y * picked
+        loss = xp.where(valid, -w_y * picked, xp.zeros((), dtype=x.dtype))
         denom = w_y.sum() if reduction == "mean" else None
-        counted = _counted(tg.valid, reduction)
-        ctx.save_for_backward(safe, w_y)
-        ctx.meta = (x.shape, z.shape, reduction, denom, counted)
-        return _reduce_weighted(loss, reduction, denom, counted)
+        ctx.save_for_backward(safe, w_y, valid)
+        ctx.meta = (x.shape, z.shape, reduction, denom, _zero_denominator(reduction, denom))
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return loss.sum()
+        return _mean_of(loss.sum(), denom, valid, tg.empty)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
-        safe, w_y = ctx.saved_arrays
-        x_shape, z_shape, reduction, denom, counted = ctx.meta
+        safe, w_y, valid = ctx.saved_arrays
+        x_shape, z_shape, reduction, denom, zero_denom = ctx.meta
         xp = get_array_module(g)
-        if reduction == "none":
-            coef = -w_y * g
-        elif reduction == "sum":
-            coef = -w_y * g
-        else:
-            coef = -w_y * (g / denom if counted else g.dtype.type(0))
+        with _ieee(zero_denom):  # W = 0: 0 * inf is NaN at the counted targets, as in torch
+            coef = -w_y * _row_scale(g, reduction, denom, valid)  # (...,)
         dz = xp.zeros(z_shape, dtype=g.dtype)
         xp.put_along_axis(dz, safe[..., None], coef[..., None].astype(g.dtype), axis=-1)
         return _class_first(x_shape, dz)
