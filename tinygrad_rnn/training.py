@@ -52,6 +52,7 @@ class EarlyStopping:
 
     def update(self, value: float) -> bool:
         """Record a validation loss; True when training should stop."""
+        value = _loss_number(value, "EarlyStopping.update", "value")
         if value < self.best - self.tol:
             self.best, self.bad = value, 0
         else:
@@ -82,6 +83,100 @@ def _check_count(where: str, name: str, value: Any, minimum: int) -> None:
                         f"{value!r}")
     if value < minimum:
         raise ValueError(f"{where}: {name} must be >= {minimum}, got {value}")
+
+
+def _check_flag(where: str, name: str, value: Any) -> bool:
+    """``value`` as a bool: True/False, Python or NumPy (``progress='no'`` would be
+    truthy); a TypeError naming ``where`` and ``name`` otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
+                        f"({type(value).__name__})")
+    return bool(value)
+
+
+def _check_callable(where: str, name: str, value: Any, what: str, optional: bool) -> None:
+    if (value is not None or not optional) and not callable(value):
+        raise TypeError(f"{where}: {name} must be {what}, got {type(value).__name__}")
+
+
+def _check_optimizer(where: str, optimizer: Any) -> list:
+    """The parameters of ``optimizer`` (anything with ``param_groups``, ``step()`` and
+    ``zero_grad()``, e.g. tr.optim.SGD); a TypeError naming ``where`` otherwise."""
+    groups = getattr(optimizer, "param_groups", None)
+    if not (isinstance(groups, list) and callable(getattr(optimizer, "step", None))
+            and callable(getattr(optimizer, "zero_grad", None))):
+        raise TypeError(f"{where}: optimizer must be an optimizer with param_groups, step() "
+                        f"and zero_grad() (e.g. tr.optim.SGD(model.parameters(), lr=0.1)), "
+                        f"got {type(optimizer).__name__}")
+    return [p for g in groups for p in g["params"]]
+
+
+def _check_clip(where: str, clip: Any) -> float | None:
+    """``clip`` as a max norm: None (no clipping) or a finite real number >= 0."""
+    if clip is None:
+        return None
+    if isinstance(clip, np.ndarray) and clip.ndim == 0 and clip.dtype.kind in "iuf":
+        clip = clip[()]
+    if isinstance(clip, (bool, np.bool_)) or not isinstance(
+            clip, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: clip must be a real number (the max gradient norm) or "
+                        f"None, got {clip!r} ({type(clip).__name__})")
+    if not 0.0 <= float(clip) < float("inf"):
+        raise ValueError(f"{where}: clip must be a finite number >= 0 (the max gradient "
+                         f"norm), got {clip!r}")
+    return float(clip)
+
+
+def _check_monitor(where: str, monitor: Any) -> None:
+    if monitor is not None and not (callable(getattr(monitor, "record", None))
+                                    and callable(getattr(monitor, "before_clip", None))):
+        raise TypeError(f"{where}: monitor must be a tr.monitor.GradientMonitor (with record() "
+                        f"and before_clip()) or None, got {type(monitor).__name__}")
+
+
+def _check_loop_args(where: str, optimizer: Any, clip: Any, monitor: Any, callback: Any,
+                     progress: Any, desc: Any) -> tuple[list, float | None]:
+    """The checks :func:`fit` and :func:`train_stream` share; returns (params, clip)."""
+    params = _check_optimizer(where, optimizer)
+    clip = _check_clip(where, clip)
+    _check_monitor(where, monitor)
+    _check_callable(where, "callback", callback, "a callable callback(step, loss) or None",
+                    optional=True)
+    _check_flag(where, "progress", progress)
+    if not isinstance(desc, str):
+        raise TypeError(f"{where}: desc must be a str (the progress bar's label), got "
+                        f"{type(desc).__name__}")
+    return params, clip
+
+
+def _loss_number(value: Any, where: str, what: str) -> float:
+    """A validation loss as a float: a real number, a NumPy scalar or a one-element
+    Tensor/array; a TypeError naming ``where`` for a string or None."""
+    if isinstance(value, Tensor):
+        if value.size != 1:
+            raise TypeError(f"{where}: {what} must be one number, got a Tensor of shape "
+                            f"{value.shape}")
+        return float(value.item())
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
+        return float(value.reshape(()))
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: {what} must be a number, got {value!r} "
+                        f"({type(value).__name__})")
+    return float(value)
+
+
+def _loss_tensor(loss: Any, where: str, what: str) -> Tensor:
+    """Check the loss a step function returned: a Tensor holding one number (the backward
+    pass needs it; a float has no graph)."""
+    if not isinstance(loss, Tensor):
+        raise TypeError(f"{where}: {what} must return the loss as a Tensor (one number, with "
+                        f"its graph), got {type(loss).__name__}; return the loss Tensor, "
+                        f"not loss.item()")
+    if loss.size != 1:
+        raise ValueError(f"{where}: {what} must return a loss holding one number, got a "
+                         f"Tensor of shape {loss.shape}; reduce it first (e.g. .mean())")
+    return loss
 
 
 def _check_validation(where: str, validate: Any, val_every: Any, patience: Any) -> None:
@@ -115,7 +210,8 @@ class _Updater:
     def __init__(self, params: list, optimizer: Any, clip: float | None, monitor: Any,
                  callback: Callable | None, validate: Callable[[], float] | None,
                  val_every: int, stopper: EarlyStopping | None, bar: Any,
-                 result: TrainResult) -> None:
+                 result: TrainResult, where: str) -> None:
+        self.where = where
         self.params, self.optimizer, self.clip, self.monitor = params, optimizer, clip, monitor
         self.callback, self.validate, self.val_every = callback, validate, val_every
         self.stopper, self.bar, self.result = stopper, bar, result
@@ -138,7 +234,7 @@ class _Updater:
         postfix = {"loss": f"{loss_value:.4g}"}
         stop = False
         if self.validate is not None and r.steps % self.val_every == 0:
-            val = float(self.validate())
+            val = _loss_number(self.validate(), self.where, "validate()")
             r.val_losses.append((r.steps, val))
             postfix["val"] = f"{val:.4g}"
             if self.stopper is not None and self.stopper.update(val):
@@ -193,17 +289,19 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
 
     ``step_fn`` puts its batch on the model's device (see the module docstring); ``fit``
     copies nothing between devices except each loss value, read back as a Python float."""
+    _check_callable("fit", "step_fn", step_fn, "a callable step_fn(i) returning the loss",
+                    optional=False)
     _check_count("fit", "steps", steps, 0)
     _check_validation("fit", validate, val_every, patience)
+    params, clip = _check_loop_args("fit", optimizer, clip, monitor, callback, progress, desc)
     result = TrainResult()
-    params = [p for g in optimizer.param_groups for p in g["params"]]
     stopper = EarlyStopping(patience, tol) if patience is not None else None
     with _progress(steps, desc, progress) as bar:
         update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
-                          stopper, bar, result)
+                          stopper, bar, result, "fit")
         try:
             for i in range(steps):
-                loss = step_fn(i)
+                loss = _loss_tensor(step_fn(i), "fit", "step_fn")
                 loss.backward()
                 update(float(loss.item()))
         except _Stop:
@@ -228,16 +326,29 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
     first window, when it is on the host; a stream on another device is an error.
     ``validate``, ``val_every`` and ``patience`` follow the rules of :func:`fit`; ``epochs``
     is an int >= 0."""
-    _check_count("train_stream", "epochs", epochs, 0)
-    _check_validation("train_stream", validate, val_every, patience)
+    where = "train_stream"
+    _check_callable(where, "forward", forward, "a callable forward(x_window, state)",
+                    optional=False)
+    _check_callable(where, "loss_fn", loss_fn, "a callable loss_fn(out, start, stop)",
+                    optional=False)
+    if not isinstance(schedule, Truncation):
+        raise TypeError(f"{where}: schedule must be a Truncation (e.g. "
+                        f"tr.bptt.truncation.chunked(k) or williams_peng(k1, k2)), got "
+                        f"{type(schedule).__name__}")
+    _check_count(where, "epochs", epochs, 0)
+    _check_validation(where, validate, val_every, patience)
+    params, clip = _check_loop_args(where, optimizer, clip, monitor, callback, progress, desc)
     result = TrainResult()
-    params = [p for g in optimizer.param_groups for p in g["params"]]
     x = _stream_on_device(x, params)
+    _check_count(where, "time_axis", time_axis, -x.ndim)
+    if time_axis >= x.ndim:
+        raise ValueError(f"{where}: time_axis={time_axis} is out of range for x of shape "
+                         f"{x.shape} ({x.ndim} axes)")
     stopper = EarlyStopping(patience, tol) if patience is not None else None
     per_epoch = len(windows(x.shape[time_axis], schedule))
     with _progress(per_epoch * epochs, desc, progress) as bar:
         update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
-                          stopper, bar, result)
+                          stopper, bar, result, where)
 
         def on_window(w: Window, loss: Tensor) -> None:
             update(float(loss.item()))

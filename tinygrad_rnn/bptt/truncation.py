@@ -53,16 +53,7 @@ class Truncation:
     k2: int
 
     def __post_init__(self) -> None:
-        for name in ("k1", "k2"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(
-                    f"truncation: {name} must be an integer number of steps, got {value!r}"
-                )
-        if self.k1 < 1 or self.k2 < self.k1:
-            raise ValueError(
-                f"truncation: need 1 <= k1 <= k2, got k1={self.k1}, k2={self.k2}"
-            )
+        _check_steps("Truncation", k1=self.k1, k2=self.k2)
 
     @property
     def name(self) -> str:
@@ -71,14 +62,37 @@ class Truncation:
         return f"TBPTT({self.k1}, {self.k2})"
 
 
+def _check_steps(where: str, **steps: Any) -> None:
+    """Each of ``steps`` (name -> value) is an integer number of steps >= 1 (a bool or a
+    float is a TypeError), and ``k1 <= k2`` when both are given; errors name ``where``."""
+    for name, value in steps.items():
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{where}: {name} must be an integer number of steps, got "
+                            f"{value!r} ({type(value).__name__})")
+        if value < 1:
+            raise ValueError(f"{where}: {name} must be >= 1 step (a schedule needs "
+                             f"1 <= k1 <= k2), got {value}")
+    if "k1" in steps and "k2" in steps and steps["k2"] < steps["k1"]:
+        raise ValueError(f"{where}: need 1 <= k1 <= k2 (every k1 steps, backpropagate k2 >= "
+                         f"k1 steps), got k1={steps['k1']}, k2={steps['k2']}")
+
+
+def _check_schedule(where: str, schedule: Any) -> None:
+    if not isinstance(schedule, Truncation):
+        raise TypeError(f"{where}: schedule must be a Truncation (chunked(k), "
+                        f"williams_peng(k1, k2) or full(T)), got {type(schedule).__name__}")
+
+
 def chunked(k: int) -> Truncation:
     """Chunked TBPTT(k): chunks of k steps, state carried and detached between chunks."""
-    return Truncation(k, k)
+    _check_steps("chunked", k=k)
+    return Truncation(int(k), int(k))
 
 
 def williams_peng(k1: int, k2: int) -> Truncation:
     """Williams & Peng's TBPTT(k1, k2): every k1 steps, backpropagate k2 steps."""
-    return Truncation(k1, k2)
+    _check_steps("williams_peng", k1=k1, k2=k2)
+    return Truncation(int(k1), int(k2))
 
 
 def full(T: int) -> Truncation:
@@ -106,6 +120,13 @@ def windows(T: int, schedule: Truncation) -> list[Window]:
     once, and each window starts k2 - k1 steps before its loss range (so a last, shorter
     window of chunked TBPTT(k) covers only its own steps: the state is detached every k).
     """
+    if isinstance(T, (bool, np.bool_)) or not isinstance(T, (int, np.integer)):
+        raise TypeError(f"windows: T must be an integer number of steps, got {T!r} "
+                        f"({type(T).__name__})")
+    if T < 0:
+        raise ValueError(f"windows: T must be >= 0 steps, got {T}")
+    _check_schedule("windows", schedule)
+    T = int(T)
     k1, k2 = schedule.k1, schedule.k2
     stops = list(range(k1, T + 1, k1))
     if not stops or stops[-1] != T:
@@ -185,6 +206,9 @@ def run_truncated(forward: Callable[[Tensor, Any], tuple], x: Tensor, schedule: 
             next_carry = detach_state(state_in)
         loss_outputs = _gather(outputs_parts, w.loss_start, w.stop, time_axis)
         loss = loss_fn(loss_outputs, w.loss_start, w.stop)
+        if not isinstance(loss, Tensor):
+            raise TypeError(f"run_truncated: loss_fn must return the window's loss as a Tensor "
+                            f"(one number, with its graph), got {type(loss).__name__}")
         if loss.requires_grad:
             loss.backward()
         losses.append(float(loss.item()))

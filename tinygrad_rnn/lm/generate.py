@@ -129,7 +129,11 @@ def sample_logits(logits: Any, strategy: str = "sample", temperature: float = 1.
     if strategy not in STRATEGIES:
         raise ValueError(f"{where}: strategy must be one of {STRATEGIES}, got {strategy!r}")
     tau = check_temperature(temperature, where)
-    z = np.asarray(logits.numpy() if hasattr(logits, "numpy") else logits, dtype=np.float64)
+    z = np.asarray(logits.numpy() if hasattr(logits, "numpy") else logits)
+    if z.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: logits must be an array of real numbers, got "
+                        f"{type(logits).__name__} of dtype {z.dtype}")
+    z = z.astype(np.float64)
     if z.ndim not in (1, 2) or z.shape[-1] == 0:
         raise ValueError(f"{where}: expected logits of shape (V,) or (N, V) with V >= 1, got "
                          f"{z.shape}")
@@ -193,6 +197,9 @@ def generate(model: Any, prompt_ids: Any, max_new_tokens: int, strategy: str = "
     ((5,), True)
     """
     where = "generate"
+    if not isinstance(return_log_probs, (bool, np.bool_)):
+        raise TypeError(f"{where}: return_log_probs must be True or False, got "
+                        f"{return_log_probs!r} ({type(return_log_probs).__name__})")
     if not (hasattr(model, "prime") and hasattr(model, "advance")
             and hasattr(model, "vocab_size")):
         raise TypeError(f"{where}: the model needs prime(prompt_ids), advance(token_id, state) "

@@ -194,6 +194,9 @@ def lm_loss(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
     Host targets are copied to the logits' device by the loss; a target Tensor must live
     there already.
     """
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"lm_loss: logits must be a Tensor (N, T, V) (the model's output, "
+                        f"with its graph), got {type(logits).__name__}")
     if logits.ndim != 3:
         raise ValueError(f"lm_loss: expected logits of shape (N, T, V), got {logits.shape}")
     N, T, V = logits.shape
@@ -201,8 +204,20 @@ def lm_loss(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
     if tuple(y.shape) != (N, T):
         raise ValueError(f"lm_loss: logits of shape {logits.shape} need targets of shape "
                          f"{(N, T)}, got {y.shape}")
+    ignore = ignore_index if isinstance(ignore_index, (int, np.integer)) else None
+    check_ids("lm_loss", "targets", _not_ignored(y, ignore), V)
     return F.cross_entropy(logits.reshape(N * T, V), y.reshape(N * T),
                            ignore_index=ignore_index, reduction=reduction)
+
+
+def _not_ignored(y: Any, ignore: int | None) -> Any:
+    """The raw targets with ``ignore`` positions replaced by 0 (a valid id), for the range
+    check; the targets themselves are left alone."""
+    raw = y.data if isinstance(y, Tensor) else y
+    if ignore is None or raw.dtype.kind not in "iu":
+        return raw
+    xp = get_array_module(raw)
+    return xp.where(raw == ignore, 0, raw)
 
 
 def make_contexts(ids: Any, context_size: int,

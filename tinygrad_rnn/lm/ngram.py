@@ -205,6 +205,11 @@ class NGramLM:
         if smoothing not in _SMOOTHINGS:
             raise ValueError(f"NGramLM: smoothing must be one of {_SMOOTHINGS}, got "
                              f"{smoothing!r}")
+        for name, value in (("k", k), ("discount", discount)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(
+                    value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"NGramLM: {name} must be a real number, got {value!r} "
+                                f"({type(value).__name__})")
         if smoothing == "add_k" and not (np.isfinite(k) and k > 0):
             raise ValueError(f"NGramLM: add-k needs a finite k > 0, got k={k!r}")
         if smoothing == "kneser_ney" and not (0.0 < discount <= 1.0):

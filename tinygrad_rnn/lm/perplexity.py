@@ -39,6 +39,29 @@ __all__ = ["perplexity", "LMEvaluation", "evaluate_lm", "evaluate_perplexity",
 ModelFn = Callable[[np.ndarray], Any]
 
 
+def _check_nll(nll_sum_nats: Any, num_tokens: Any, where: str) -> float:
+    """The checks :func:`perplexity` and :func:`bits_per_token` share; returns the NLL."""
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)) \
+            or num_tokens < 1:
+        raise ValueError(f"{where}: num_tokens must be a positive integer, got "
+                         f"{num_tokens!r}")
+    value = nll_sum_nats
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: nll_sum_nats (the summed NLL) must be a real number, got "
+                        f"{nll_sum_nats!r} ({type(nll_sum_nats).__name__})")
+    nll = float(value)
+    if math.isnan(nll):
+        raise ValueError(f"{where}: the NLL is NaN")
+    # an NLL is a sum of -log p >= 0; allow only rounding error below 0
+    if nll < -1e-9 * max(1, int(num_tokens)):
+        raise ValueError(f"{where}: the NLL must be >= 0 (a sum of -log p), got {nll!r}; "
+                         "did you pass the log-likelihood instead of its negative?")
+    return nll
+
+
 def perplexity(nll_sum_nats: float, num_tokens: int) -> float:
     """exp(mean negative log-likelihood in nats), eq. (2); equal to ``2 ** H_bits``.
 
@@ -50,17 +73,7 @@ def perplexity(nll_sum_nats: float, num_tokens: int) -> float:
     num_tokens : int
         How many tokens were scored (>= 1).
     """
-    if isinstance(num_tokens, bool) or not isinstance(num_tokens, (int, np.integer)) \
-            or num_tokens < 1:
-        raise ValueError(f"perplexity: num_tokens must be a positive integer, got "
-                         f"{num_tokens!r}")
-    nll = float(nll_sum_nats)
-    if math.isnan(nll):
-        raise ValueError("perplexity: the NLL is NaN")
-    # an NLL is a sum of -log p >= 0; allow only rounding error below 0
-    if nll < -1e-9 * max(1, int(num_tokens)):
-        raise ValueError(f"perplexity: the NLL must be >= 0 (a sum of -log p), got {nll!r}; "
-                         "did you pass the log-likelihood instead of its negative?")
+    nll = _check_nll(nll_sum_nats, num_tokens, "perplexity")
     try:
         return math.exp(max(nll, 0.0) / int(num_tokens))
     except OverflowError:
@@ -70,8 +83,8 @@ def perplexity(nll_sum_nats: float, num_tokens: int) -> float:
 def bits_per_token(nll_sum_nats: float, num_tokens: int) -> float:
     """The cross entropy in bits per token, NLL / (N ln 2) (bits per character for a
     character model); ``perplexity == 2 ** bits_per_token``."""
-    perplexity(nll_sum_nats, num_tokens)  # the same checks
-    return max(float(nll_sum_nats), 0.0) / int(num_tokens) / math.log(2.0)
+    nll = _check_nll(nll_sum_nats, num_tokens, "bits_per_token")
+    return max(nll, 0.0) / int(num_tokens) / math.log(2.0)
 
 
 class LMEvaluation(NamedTuple):
@@ -108,6 +121,9 @@ def with_boundaries(sentences: Sequence[Any], bos_id: int = BOS_ID,
                 or value < 0:
             raise ValueError(f"{where}: {name} must be a non-negative integer id, got "
                              f"{value!r}")
+    if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__iter__"):
+        raise TypeError(f"{where}: sentences must be a list of 1-D id sequences, got "
+                        f"{type(sentences).__name__}")
     out = []
     for i, s in enumerate(sentences):
         body = _id_sequence(s, f"{where}: sentence {i}")
@@ -215,6 +231,12 @@ def evaluate_lm(model_fn: ModelFn, data: Any, check_normalized: bool = True,
         For 2-D outputs, check that every used row is a log-distribution (logsumexp = 0 up
         to ``atol``: 1e-9 for float64 outputs, 1e-4 for float32), which catches raw logits.
     """
+    if not callable(model_fn):
+        raise TypeError(f"evaluate_lm: model_fn must be a callable model_fn(ids) returning "
+                        f"log-probabilities, got {type(model_fn).__name__}")
+    if not isinstance(check_normalized, (bool, np.bool_)):
+        raise TypeError(f"evaluate_lm: check_normalized must be True or False, got "
+                        f"{check_normalized!r} ({type(check_normalized).__name__})")
     nll = 0.0
     count = 0
     for i, seq in enumerate(_as_sequences(data)):
