@@ -134,7 +134,11 @@ class LRScheduler:
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+            raise TypeError(
+                f"{type(self).__name__}: optimizer must be an Optimizer (an instance of "
+                f"tinygrad_rnn.optim.Optimizer, e.g. SGD or Adam), got "
+                f"{type(optimizer).__name__}: {type(optimizer).__name__} is not an Optimizer"
+            )
         _check_int(type(self).__name__, "last_epoch", last_epoch, -1)
         self.optimizer = optimizer
         if last_epoch == -1:
@@ -187,8 +191,18 @@ class LRScheduler:
         Parameters
         ----------
         epoch : int, optional
-            Deprecated (as in torch): jump to this epoch using the closed form.
+            Deprecated (as in torch): jump to this epoch using the closed form. A real
+            number (int or float, Python or NumPy), finite; anything else is a TypeError or
+            ValueError naming ``step`` and ``epoch``.
         """
+        if epoch is not None:
+            epoch = _scalar(epoch)
+            where = f"{type(self).__name__}.step"
+            if isinstance(epoch, (bool, np.bool_)) or not isinstance(epoch, numbers.Real):
+                raise TypeError(f"{where}: epoch must be a number (or None), got "
+                                f"{type(epoch).__name__} {epoch!r}")
+            if not math.isfinite(epoch):
+                raise ValueError(f"{where}: invalid epoch: {epoch} (must be finite)")
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn(
                 "lr_scheduler.step() was called before optimizer.step(); call them in the "
@@ -229,7 +243,20 @@ class LRScheduler:
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the attributes saved by :meth:`state_dict`."""
+        """Restore the attributes saved by :meth:`state_dict`.
+
+        Raises
+        ------
+        TypeError
+            ``state_dict`` is not a dict, or it would set the optimizer (never saved).
+        """
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{where}: state_dict must be the dict returned by state_dict(), "
+                            f"got {type(state_dict).__name__}")
+        if "optimizer" in state_dict:
+            raise TypeError(f"{where}: the state dict has an 'optimizer' entry; a "
+                            f"scheduler's state never includes its optimizer")
         self.__dict__.update(
             {k: (list(v) if isinstance(v, list) else v) for k, v in state_dict.items()}
         )

@@ -126,6 +126,16 @@ class Optimizer:
         ``state[p]`` is the dict of buffers of parameter ``p`` (created on its first update).
     defaults : dict
 
+    Raises
+    ------
+    TypeError
+        ``params`` is a single Tensor, a set or not iterable, holds something other than
+        Tensors or dicts, or a hyperparameter or flag has the wrong type (see Validation in
+        the module docstring); the message names the class and the argument.
+    ValueError
+        An empty parameter list, a non-leaf tensor, a tensor listed twice, or a
+        hyperparameter out of range.
+
     Notes
     -----
     Parameters whose ``.grad`` is ``None`` are skipped by ``step()``: they are not updated and
