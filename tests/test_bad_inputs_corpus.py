@@ -1701,7 +1701,6 @@ R("copy_problem-num_symbols-zero", lambda: data.copy_problem(4, 3, num_symbols=0
 R("recall_first-vocab_size-one", lambda: data.recall_first(4, 3, vocab_size=1), "recall_first",
   "vocab_size")
 R("Vocab-tokens-int", lambda: data.Vocab(3), "Vocab", "tokens")
-R("Vocab-tokens-str", lambda: data.Vocab("abc"), "Vocab", "tokens")
 R("Vocab-tokens-non-str", lambda: data.Vocab(["a", 3]), "Vocab")
 R("Vocab-decode-range", lambda: data.Vocab(["a", "b"]).decode([0, 99]), "decode", "99")
 R("Vocab-decode-float", lambda: data.Vocab(["a", "b"]).decode([0.5]), "decode")
@@ -1745,8 +1744,9 @@ A("lm_stream_batches-np", lambda: list(data.lm_stream_batches(np.arange(20), np.
   lambda: list(data.lm_stream_batches(np.arange(20), 2, 3)))
 R("pad_batch-pad_id-str", lambda: data.pad_batch([[1, 2], [3]], pad_id="0"), "pad_batch",
   "pad_id")
-R("pad_batch-pad_id-neg", lambda: data.pad_batch([[1, 2], [3]], pad_id=-1), "pad_batch",
-  "pad_id")
+A("pad_batch-pad_id-neg", lambda: data.pad_batch([[1, 2], [3]], pad_id=np.int64(-100)),
+  lambda: (np.array([[1, 2], [3, -100]]), np.array([2, 1]),
+           np.array([[True, True], [True, False]])))
 R("pad_batch-sequences-int", lambda: data.pad_batch(5), "pad_batch", "sequences")
 R("pad_batch-sequence-2d", lambda: data.pad_batch([np.ones((2, 2), int)]), "pad_batch")
 R("pad_batch-sequence-float", lambda: data.pad_batch([[1.5, 2.0]]), "pad_batch")

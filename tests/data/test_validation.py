@@ -34,7 +34,7 @@ def test_pad_batch_keeps_integer_pad_ids_including_negative_ones():
 
 @pytest.mark.parametrize("n", [-5, -1, 2.5, 10.0, True])
 def test_split_sizes_refuses_a_negative_or_non_integer_n(n):
-    with pytest.raises(ValueError, match=r"split: n must be an integer >= 0, got "
+    with pytest.raises(ValueError, match=r"split_sizes: n must be an integer >= 0, got "
                                          + repr(n).replace(".", r"\.")):
         split_sizes(n, [0.5, 0.5])
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .text import (CharTokenizer, Vocab, WordTokenizer, _check_positive_int, read_text_file,
-                   split_sizes)
+from .text import (CharTokenizer, Vocab, WordTokenizer, _check_positive_int,
+                   check_vocab_limits, read_text_file, split_sizes)
 
 __all__ = ["load_corpus", "pydoc_text", "char_corpus", "word_corpus", "Corpus",
            "DEFAULT_CORPUS"]
@@ -77,9 +77,9 @@ def load_corpus(name_or_path: str | os.PathLike | None = None) -> str:
                                 and name_or_path == DEFAULT_CORPUS):
         return pydoc_text()
     if not isinstance(name_or_path, (str, os.PathLike)):
-        raise TypeError(f"load_corpus: expected None, {DEFAULT_CORPUS!r} or a path, got "
-                        f"{type(name_or_path).__name__}")
-    text = read_text_file(name_or_path, what="corpus file")
+        raise TypeError(f"load_corpus: name_or_path must be None, {DEFAULT_CORPUS!r} or a "
+                        f"path, got {type(name_or_path).__name__}")
+    text = read_text_file(name_or_path, what="load_corpus: corpus file")
     if not text.strip():
         kind = "empty" if not text else "only whitespace"
         raise ValueError(f"corpus file {os.fspath(name_or_path)!r}: the file is {kind}, "
@@ -98,19 +98,30 @@ class Corpus(NamedTuple):
 
 
 def _make_corpus(tokens: list[str], fractions: Sequence[float], min_freq: int,
-                 max_size: int | None) -> Corpus:
-    sizes = split_sizes(len(tokens), fractions)
+                 max_size: int | None, where: str) -> Corpus:
+    sizes = split_sizes(len(tokens), fractions, where)
     if len(sizes) != 3:
-        raise ValueError(f"corpus: fractions must give three parts (train, valid, test), got "
+        raise ValueError(f"{where}: fractions must give three parts (train, valid, test), got "
                          f"{len(sizes)}")
     a, b = sizes[0], sizes[0] + sizes[1]
     train_tokens, valid_tokens, test_tokens = tokens[:a], tokens[a:b], tokens[b:]
     if not train_tokens:
-        raise ValueError(f"corpus: the training part is empty ({len(tokens)} tokens, "
+        raise ValueError(f"{where}: the training part is empty ({len(tokens)} tokens, "
                          f"fractions {tuple(fractions)})")
     vocab = Vocab.build(train_tokens, min_freq=min_freq, max_size=max_size)
     return Corpus(vocab, vocab.encode(train_tokens), vocab.encode(valid_tokens),
                   vocab.encode(test_tokens))
+
+
+def _check_corpus_args(where: str, min_freq: Any, max_size: Any, lowercase: Any,
+                       max_chars: Any) -> int | None:
+    """Every argument checked before any text is read (errors name ``where``); returns the
+    checked ``max_chars``."""
+    check_vocab_limits(min_freq, max_size, where)
+    if not isinstance(lowercase, (bool, np.bool_)):
+        raise TypeError(f"{where}: lowercase must be True or False, got {lowercase!r} "
+                        f"({type(lowercase).__name__})")
+    return _max_chars(max_chars, where)
 
 
 def _max_chars(max_chars: int | None, where: str) -> int | None:
@@ -133,10 +144,11 @@ def char_corpus(name_or_path: str | os.PathLike | None = None,
     only (``min_freq``, ``max_size`` as in :meth:`Vocab.from_counts`); characters of the held-out
     parts that it lacks become ``<unk>``. Deterministic: no shuffling, no randomness.
     """
-    limit = _max_chars(max_chars, "char_corpus")
+    where = "char_corpus"
+    limit = _check_corpus_args(where, min_freq, max_size, lowercase, max_chars)
     text = load_corpus(name_or_path)[:limit]
     tokens = CharTokenizer(lowercase=lowercase).tokenize(text)
-    return _make_corpus(tokens, fractions, min_freq, max_size)
+    return _make_corpus(tokens, fractions, min_freq, max_size, where)
 
 
 def word_corpus(name_or_path: str | os.PathLike | None = None,
@@ -149,8 +161,9 @@ def word_corpus(name_or_path: str | os.PathLike | None = None,
     or ``max_size`` to map rare words to ``<unk>`` (the training part then has ``<unk>`` too,
     so a model learns to predict it).
     """
-    limit = _max_chars(max_chars, "word_corpus")
+    where = "word_corpus"
+    limit = _check_corpus_args(where, min_freq, max_size, lowercase, max_chars)
     text = load_corpus(name_or_path)[:limit]
     tokens = WordTokenizer(lowercase=lowercase).tokenize(text)
-    return _make_corpus(tokens, fractions, min_freq, max_size)
+    return _make_corpus(tokens, fractions, min_freq, max_size, where)
 

@@ -33,6 +33,10 @@ __all__ = ["ReversalExample", "ReversalBatch", "ReversalTask", "reverse_letters"
 
 def reverse_letters(source: Sequence[str], noise: Sequence[str] = ("#", "*")) -> list[str]:
     """The target of a source: its non-noise tokens in reverse order."""
+    for name, value in (("source", source), ("noise", noise)):
+        if isinstance(value, bytes) or not hasattr(value, "__iter__"):
+            raise TypeError(f"reverse_letters: {name} must be a sequence of tokens (str), got "
+                            f"{type(value).__name__}")
     bad = set(noise)
     return [tok for tok in reversed(list(source)) if tok not in bad]
 
@@ -75,18 +79,38 @@ class ReversalBatch(NamedTuple):
     noise: np.ndarray
 
 
+def _check_count(where: str, name: str, value: Any, least: int) -> int:
+    """An integer (not a bool or a float, which is refused, not truncated) >= ``least``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: {name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})")
+    if value < least:
+        raise ValueError(f"{where}: {name} must be >= {least}, got {value}")
+    return int(value)
+
+
 def _check_params(min_len: int, max_len: int, letters: str, noise: str,
-                  noise_prob: float) -> None:
-    if not 1 <= min_len <= max_len:
-        raise ValueError(f"reversal: need 1 <= min_len <= max_len, got {min_len} and "
-                         f"{max_len}")
+                  noise_prob: float, where: str) -> None:
+    _check_count(where, "min_len", min_len, 1)
+    _check_count(where, "max_len", max_len, 1)
+    if not min_len <= max_len:
+        raise ValueError(f"{where}: need 1 <= min_len <= max_len, got min_len={min_len} and "
+                         f"max_len={max_len}")
+    for name, value in (("letters", letters), ("noise", noise)):
+        if not isinstance(value, str):
+            raise TypeError(f"{where}: {name} must be a str of one-character symbols, got "
+                            f"{type(value).__name__}")
     if len(set(letters)) != len(letters) or len(letters) == 0:
-        raise ValueError(f"reversal: letters must be distinct and non-empty, got {letters!r}")
+        raise ValueError(f"{where}: letters must be distinct and non-empty, got {letters!r}")
     if set(letters) & set(noise) or len(set(noise)) != len(noise):
-        raise ValueError(f"reversal: noise symbols {noise!r} must be distinct and not "
+        raise ValueError(f"{where}: noise symbols {noise!r} must be distinct and not "
                          f"letters ({letters!r})")
+    if isinstance(noise_prob, (bool, np.bool_)) or not isinstance(
+            noise_prob, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: noise_prob must be a number in [0, 1), got "
+                        f"{noise_prob!r} ({type(noise_prob).__name__})")
     if not 0.0 <= noise_prob < 1.0 or (noise_prob > 0.0 and not noise):
-        raise ValueError(f"reversal: noise_prob must be in [0, 1) (and > 0 needs noise "
+        raise ValueError(f"{where}: noise_prob must be in [0, 1) (and > 0 needs noise "
                          f"symbols), got {noise_prob}")
 
 
@@ -129,9 +153,8 @@ def reversal_examples(n: int, min_len: int = 3, max_len: int = 12, letters: str 
     max_tries : int, optional
         Give up (ValueError) after this many draws (default 50 n + 1000).
     """
-    _check_params(min_len, max_len, letters, noise, noise_prob)
-    if n < 0:
-        raise ValueError(f"reversal_examples: n must be >= 0, got {n}")
+    _check_params(min_len, max_len, letters, noise, noise_prob, "reversal_examples")
+    n = _check_count("reversal_examples", "n", n, 0)
     rng = get_generator(generator)
     seen = set(exclude)
     out: list[ReversalExample] = []
@@ -238,8 +261,11 @@ def reversal_task(n_train: int = 5000, n_valid: int = 500, n_test: int = 500,
     >>> bool((b.tgt_in[:, 0] == 2).all()), b.src.shape[0]
     (True, 3)
     """
+    where = "reversal_task"
+    sizes = tuple(_check_count(where, name, value, 0) for name, value in
+                  (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test)))
+    _check_params(min_len, max_len, letters, noise, noise_prob, where)
     rng = get_generator(generator)
-    sizes = (n_train, n_valid, n_test)
     every = reversal_examples(sum(sizes), min_len, max_len, letters, noise, noise_prob, rng)
     vocab = Vocab(list(letters) + list(noise))
     parts = []

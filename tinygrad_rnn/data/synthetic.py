@@ -170,6 +170,9 @@ def parity_task(n: int, min_length: int = 6, max_length: int | None = None,
 def is_balanced(s: str | list[str]) -> bool:
     """Whether a string of ``(`` and ``)`` is balanced: the depth (``(`` minus ``)`` so far)
     never goes negative and ends at 0."""
+    if isinstance(s, bytes) or not hasattr(s, "__iter__"):
+        raise TypeError(f"is_balanced: s must be a str or a list of '(' and ')', got "
+                        f"{type(s).__name__}")
     depth = 0
     for ch in s:
         depth += 1 if ch == "(" else -1
@@ -258,6 +261,10 @@ def repeat_tagging_task(n: int, min_length: int = 4, max_length: int = 12,
             or not 2 <= num_symbols <= 26:
         raise ValueError(f"{where}: num_symbols must be an integer in [2, 26], got "
                          f"{num_symbols!r}")
+    if isinstance(repeat_prob, (bool, np.bool_)) or not isinstance(
+            repeat_prob, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: repeat_prob must be a number in [0, 1], got "
+                        f"{repeat_prob!r} ({type(repeat_prob).__name__})")
     if not 0.0 <= repeat_prob <= 1.0:
         raise ValueError(f"{where}: repeat_prob must be in [0, 1], got {repeat_prob}")
     if compare not in ("previous", "next"):

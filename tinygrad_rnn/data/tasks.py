@@ -44,6 +44,13 @@ def adding_problem(n: int, T: int, generator: Any = None,
     """
     n = _count(n, "n", "adding_problem", 0)
     T = _count(T, "T", "adding_problem", 2)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"adding_problem: dtype must be a floating-point dtype, got "
+                        f"{dtype!r}") from None
+    if dt.kind != "f":  # the values are in (0, 1): an integer dtype would make them all 0
+        raise TypeError(f"adding_problem: dtype must be a floating-point dtype, got {dt}")
     rng = get_generator(generator)
     values = rng.random((n, T))
     half = T // 2

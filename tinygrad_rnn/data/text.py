@@ -132,6 +132,9 @@ class Vocab:
     """
 
     def __init__(self, tokens: Sequence[str] = ()) -> None:
+        if isinstance(tokens, (bytes, Mapping)) or not hasattr(tokens, "__iter__"):
+            raise TypeError(f"Vocab: tokens must be a sequence of str, got "
+                            f"{type(tokens).__name__}")
         itos = list(SPECIAL_TOKENS)
         stoi = {tok: i for i, tok in enumerate(itos)}
         for tok in tokens:
@@ -162,16 +165,7 @@ class Vocab:
             The largest vocabulary size, the four special tokens included (>= 4); the most
             frequent tokens are kept.
         """
-        if isinstance(min_freq, bool) or not isinstance(min_freq, (int, np.integer)) \
-                or min_freq < 1:
-            raise ValueError(f"Vocab: min_freq must be an integer >= 1, got {min_freq!r}")
-        if max_size is not None and (isinstance(max_size, bool)
-                                     or not isinstance(max_size, (int, np.integer))
-                                     or max_size < len(SPECIAL_TOKENS)):
-            raise ValueError(
-                f"Vocab: max_size counts the {len(SPECIAL_TOKENS)} special tokens and must be "
-                f"an integer >= {len(SPECIAL_TOKENS)}, got {max_size!r}"
-            )
+        check_vocab_limits(min_freq, max_size, "Vocab.from_counts")
         kept = [(tok, int(c)) for tok, c in counts.items()
                 if c >= min_freq and tok not in SPECIAL_TOKENS]
         kept.sort(key=lambda tc: (-tc[1], tc[0]))  # frequency desc, then token
@@ -184,6 +178,10 @@ class Vocab:
               max_size: int | None = None) -> "Vocab":
         """Count ``tokens`` (a flat iterable of str, or an iterable of token lists, e.g.
         sentences) and build a vocabulary with :meth:`from_counts`."""
+        check_vocab_limits(min_freq, max_size, "Vocab.build")
+        if isinstance(tokens, bytes) or not hasattr(tokens, "__iter__"):
+            raise TypeError(f"Vocab.build: tokens must be an iterable of str (or of token "
+                            f"lists), got {type(tokens).__name__}")
         counts: Counter[str] = Counter()
         for item in tokens:
             if isinstance(item, str):
@@ -238,13 +236,22 @@ class Vocab:
         except TypeError:
             raise refused from None
         if not 0 <= i < len(self._itos):
-            raise IndexError(f"Vocab: id {i} out of range for a vocabulary of size {len(self)}")
+            raise IndexError(f"Vocab.id_to_token: id {i} out of range for a vocabulary of "
+                             f"size {len(self)}")
         return self._itos[i]
 
     def encode(self, tokens: Iterable[str]) -> np.ndarray:
         """Token ids as a 1-D ``int64`` array; unknown tokens map to ``<unk>`` (id 1)."""
+        if isinstance(tokens, bytes) or not hasattr(tokens, "__iter__"):
+            raise TypeError(f"Vocab.encode: tokens must be an iterable of str, got "
+                            f"{type(tokens).__name__}")
         get = self._stoi.get
-        ids = [get(tok, UNK_ID) for tok in tokens]
+        ids = []
+        for tok in tokens:
+            if not isinstance(tok, str):
+                raise TypeError(f"Vocab.encode: tokens must be str, got {type(tok).__name__} "
+                                f"{tok!r}")
+            ids.append(get(tok, UNK_ID))
         return np.array(ids, dtype=np.int64)
 
     def decode(self, ids: Iterable[int] | np.ndarray) -> list[str]:
@@ -318,6 +325,22 @@ class Vocab:
 
 
 # ------------------------------------------------------------------------------- tokenizers
+def _check_lowercase(value: Any, owner: str) -> bool:
+    """``lowercase`` as a bool (Python or NumPy); ``'no'`` would be truthy."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{owner}: lowercase must be True or False, got {value!r} "
+                        f"({type(value).__name__})")
+    return bool(value)
+
+
+def _check_text(text: Any, where: str) -> str:
+    if not isinstance(text, str):
+        hint = " (decode bytes first, e.g. data.decode('utf-8'))" if isinstance(
+            text, (bytes, bytearray)) else ""
+        raise TypeError(f"{where}: text must be a str, got {type(text).__name__}{hint}")
+    return text
+
+
 class CharTokenizer:
     """Character-level tokenizer: every Unicode code point is a token.
 
@@ -326,10 +349,11 @@ class CharTokenizer:
     """
 
     def __init__(self, lowercase: bool = False) -> None:
-        self.lowercase = lowercase
+        self.lowercase = _check_lowercase(lowercase, "CharTokenizer")
 
     def tokenize(self, text: str) -> list[str]:
         """The characters of ``text`` (lowercased first if ``lowercase``)."""
+        text = _check_text(text, "CharTokenizer.tokenize")
         if self.lowercase:
             text = text.lower()
         return list(text)
@@ -357,10 +381,11 @@ class WordTokenizer:
     """
 
     def __init__(self, lowercase: bool = False) -> None:
-        self.lowercase = lowercase
+        self.lowercase = _check_lowercase(lowercase, "WordTokenizer")
 
     def tokenize(self, text: str) -> list[str]:
         """The word and punctuation tokens of ``text`` (lowercased first if ``lowercase``)."""
+        text = _check_text(text, "WordTokenizer.tokenize")
         if self.lowercase:
             text = text.lower()
         return _WORD_RE.findall(text)
@@ -399,6 +424,21 @@ def _as_id_stream(ids: Any, where: str) -> np.ndarray:
             raise ValueError(f"{where}: token ids must be in [0, 2**63), got {arr[bad[0]]} at "
                              f"position {bad[0]}")
     return arr.astype(np.int64, copy=False)
+
+
+def check_vocab_limits(min_freq: Any, max_size: Any, where: str) -> None:
+    """``min_freq`` an integer >= 1 and ``max_size`` None or an integer >= 4 (it counts the
+    special tokens); ValueErrors naming ``where``."""
+    if isinstance(min_freq, bool) or not isinstance(min_freq, (int, np.integer)) \
+            or min_freq < 1:
+        raise ValueError(f"{where}: min_freq must be an integer >= 1, got {min_freq!r}")
+    if max_size is not None and (isinstance(max_size, bool)
+                                 or not isinstance(max_size, (int, np.integer))
+                                 or max_size < len(SPECIAL_TOKENS)):
+        raise ValueError(
+            f"{where}: max_size counts the {len(SPECIAL_TOKENS)} special tokens and must be "
+            f"an integer >= {len(SPECIAL_TOKENS)}, got {max_size!r}"
+        )
 
 
 def _check_positive_int(value: Any, name: str, where: str) -> int:
@@ -481,6 +521,9 @@ def pad_batch(sequences: Sequence[Any],
     where = "pad_batch"
     if isinstance(pad_id, (bool, np.bool_)) or not isinstance(pad_id, (int, np.integer)):
         raise ValueError(f"{where}: pad_id must be an integer id, got {pad_id!r}")
+    if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
+        raise TypeError(f"{where}: sequences must be a list of 1-D id sequences, got "
+                        f"{type(sequences).__name__}")
     if len(sequences) == 0:
         raise ValueError(f"{where}: need at least one sequence")
     arrays = []
@@ -504,18 +547,24 @@ def pad_batch(sequences: Sequence[Any],
 
 
 # ----------------------------------------------------------------------------------- splits
-def split_sizes(n: int, fractions: Sequence[float]) -> list[int]:
+def split_sizes(n: int, fractions: Sequence[float], where: str = "split_sizes") -> list[int]:
     """Sizes of consecutive parts of ``n`` items: part i ends at ``round(n * (f_0 + ... +
     f_i))``, so the sizes add up to n exactly. ``n`` is an integer >= 0; ``fractions`` are
-    >= 0 and sum to 1."""
+    >= 0 and sum to 1. Errors name ``where`` (the public function called)."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"split: n must be an integer >= 0, got {n!r}")
+        raise ValueError(f"{where}: n must be an integer >= 0, got {n!r}")
     n = int(n)
+    if isinstance(fractions, (str, bytes)) or not hasattr(fractions, "__iter__") or any(
+            isinstance(f, (bool, np.bool_)) or not isinstance(
+                f, (int, float, np.integer, np.floating)) for f in fractions):
+        raise TypeError(f"{where}: fractions must be a sequence of numbers, got "
+                        f"{fractions!r}")
     fr = [float(f) for f in fractions]
     if len(fr) == 0 or any(not np.isfinite(f) or f < 0 for f in fr):
-        raise ValueError(f"split: fractions must be non-negative numbers, got {fractions!r}")
+        raise ValueError(f"{where}: fractions must be non-negative numbers, got "
+                         f"{fractions!r}")
     if abs(sum(fr) - 1.0) > 1e-9:
-        raise ValueError(f"split: fractions must sum to 1, got {fractions!r} "
+        raise ValueError(f"{where}: fractions must sum to 1, got {fractions!r} "
                          f"(sum {sum(fr)!r})")
     bounds = [0]
     acc = 0.0
@@ -546,7 +595,7 @@ def train_valid_test_split(items: Sequence[T], fractions: Sequence[float] = (0.8
     """
     rng = get_generator(generator)
     items = list(items)
-    sizes = split_sizes(len(items), fractions)
+    sizes = split_sizes(len(items), fractions, "train_valid_test_split")
     order = rng.permutation(len(items))
     parts = []
     start = 0
@@ -561,7 +610,7 @@ def split_stream(ids: Any, fractions: Sequence[float] = (0.8, 0.1, 0.1)) -> tupl
     beginning of the text, the last its end, so held-out text is never interleaved with
     training text. Sizes as in :func:`split_sizes`; returns views of the ``int64`` stream."""
     arr = _as_id_stream(ids, "split_stream")
-    sizes = split_sizes(arr.size, fractions)
+    sizes = split_sizes(arr.size, fractions, "split_stream")
     parts = []
     start = 0
     for size in sizes:

@@ -91,7 +91,7 @@ def _as_ids(ids: Any, owner: str, vocab_size: int | None = None) -> Any:
     if np.dtype(dtype).kind not in "iu":
         raise TypeError(f"{owner}: token ids must be integers, got dtype {dtype}")
     if vocab_size is not None:
-        check_ids(owner, "ids", ids, vocab_size, "vocab_size")
+        check_ids(owner, "ids", ids, vocab_size)
     return ids
 
 

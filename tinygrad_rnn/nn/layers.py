@@ -169,8 +169,8 @@ def check_ids(owner: str, name: str, ids: Any, size: int,
     xp = get_array_module(raw)
     if bool(xp.any(bad)):  # one device-to-host copy of a flag; the position only on error
         pos = tuple(int(i) for i in np.argwhere(to_device(bad, "cpu"))[0])
-        raise IndexError(f"{owner}: {name} id {int(raw[pos])} at position {pos} is out of "
-                         f"range for {what} {size} (valid ids: 0 .. {size - 1})")
+        raise IndexError(f"{owner}: {name} holds id {int(raw[pos])} at position {pos}, out "
+                         f"of range for {what} {size} (valid ids: 0 .. {size - 1})")
 
 
 def _table_data(table: Any) -> Any:
