@@ -25,7 +25,7 @@ class Adagrad(Optimizer):
         G_t = G_{t-1} + g_t^2                           (G_0 = initial_accumulator_value)
         theta <- theta - gamma_t * g_t / (sqrt(G_t) + eps)
 
-    computed in torch's order of operations: ``theta <- theta + (-gamma_t g_t) / (sqrt(G_t)
+    It is computed in torch's order of operations: ``theta <- theta + (-gamma_t g_t) / (sqrt(G_t)
     + eps)`` (the product before the division, so it overflows where torch's does).
 
     Parameters
@@ -108,7 +108,7 @@ class Adagrad(Optimizer):
             g = g + weight_decay * p.data
         clr = lr / (1 + (t - 1) * lr_decay)                   # gamma_t
         state_sum = state["sum"]
-        work = xp.multiply(g, g, out=xp.empty_like(p.data))  # (0-d too: an array)
+        work = xp.multiply(g, g, out=xp.empty_like(p.data))  # g_t^2 (an array even if 0-d)
         state_sum += work                                     # G_t
         xp.sqrt(state_sum, out=work)
         work += eps                                           # sqrt(G_t) + eps
