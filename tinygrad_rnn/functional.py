@@ -173,7 +173,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
 
     Shapes: x (*, in_features), W (out_features, in_features), b (out_features,) or any
     shape that broadcasts to the output (*, out_features). A 1-D W (in_features,) gives
-    y = x w (+ b) of shape (*), as in torch.
+    y = x w of shape (*), with no bias, as in torch.
 
     Raises TypeError when the arguments do not share one dtype (torch refuses mixed dtypes;
     NumPy would silently compute float32 with float64 in float64) and ValueError for wrong
@@ -210,6 +210,9 @@ def _check_linear(x: Any, weight: Any, bias: Any) -> tuple:
                 f"({name} shape {t.shape}, weight shape {weight.shape}); torch refuses mixed "
                 f"dtypes: convert with {fix}"
             )
+    if weight.ndim == 1 and bias is not None:
+        raise ValueError(f"linear: a 1-D weight (in_features,) = {weight.shape} takes no bias "
+                         f"(as in torch), got bias of shape {bias.shape}; add it afterwards")
     out_shape = x.shape[:-1] + weight.shape[:-1]
     if bias is not None and not _broadcasts_to(bias.shape, out_shape):
         raise ValueError(f"linear: bias of shape {bias.shape} does not broadcast to the output "

@@ -6,8 +6,9 @@ keeps it finite for any logits.
 
 Layout of the class losses (cross_entropy, nll_loss), exactly torch's: input (N, C, d1, ...,
 dk) with class ids of shape (N, d1, ..., dk) (k >= 0), or an unbatched input (C,) with a 0-d
-target (or a (1,) one, which torch takes too); the classes are always on axis 1 (axis 0 unbatched). Arguments are checked by the
-``check_*`` helpers below, one line in each op, so the op bodies read as their derivations.
+target (or a (1,) one, which torch takes too); the classes are always on axis 1 (axis 0
+unbatched). Arguments are checked by the ``check_*`` helpers below, one line in each op, so
+the op bodies read as their derivations.
 """
 from __future__ import annotations
 
