@@ -271,6 +271,20 @@ def check_settings(where: str, eps: Any, atol: Any, rtol: Any, n_directions: Any
         raise ValueError(f"{where}: n_directions must be at least 1, got {n_directions}")
 
 
+def _check_call(where: str, fn: Any, seed: Any, raise_exception: Any) -> None:
+    """``fn`` callable, ``seed`` an integer (a seed for numpy.random.default_rng), and
+    ``raise_exception`` a bool (``'no'`` would be truthy); errors name ``where``."""
+    if not callable(fn):
+        raise TypeError(f"{where}: fn must be a callable returning a Tensor, got "
+                        f"{type(fn).__name__}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{where}: seed must be an integer, got {type(seed).__name__} "
+                        f"{seed!r}")
+    if not isinstance(raise_exception, (bool, np.bool_)):
+        raise TypeError(f"{where}: raise_exception must be True or False, got "
+                        f"{type(raise_exception).__name__} {raise_exception!r}")
+
+
 def _positive_number(where: str, name: str, value: Any, allow_zero: bool) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{where}: {name} must be a real number, got "
@@ -342,6 +356,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
     True
     """
     _check_settings(mode, eps, atol, rtol, n_directions)
+    _check_call("gradcheck", fn, seed, raise_exception)
     args, diff = _prepare(inputs)
     labels = {k: f"input {k}" for k in diff}
     return check_leaves(fn, args, diff, labels, eps=eps, atol=atol, rtol=rtol, mode=mode,

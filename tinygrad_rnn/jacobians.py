@@ -21,14 +21,26 @@ from .tensor import Tensor
 __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "jacobian"]
 
 
-def _raw(y: Any) -> Any:
-    """The array of a Tensor; arrays stay on their device; lists become NumPy arrays."""
-    return y.data if isinstance(y, Tensor) else get_array_module(y).asarray(y)
+def _raw(y: Any, where: str = "jacobians", name: str = "y") -> Any:
+    """The array of a Tensor; arrays stay on their device; lists become NumPy arrays. A
+    TypeError naming ``where`` and ``name`` unless it holds real numbers (a string, an
+    object array, a complex array)."""
+    if isinstance(y, Tensor):
+        return y.data
+    try:
+        a = get_array_module(y).asarray(y)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: {name} must be a Tensor or an array of real numbers, got "
+                        f"a {type(y).__name__} that is not one") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: {name} must hold real numbers, got {type(y).__name__} of "
+                        f"dtype {a.dtype}")
+    return a
 
 
 def _last_axis(y: Any, name: str) -> Any:
     """The array of ``y``, which needs a last axis to take the Jacobian along."""
-    y = _raw(y)
+    y = _raw(y, f"jacobians.{name}")
     if y.ndim == 0:
         raise ValueError(
             f"jacobians.{name}: y is 0-d (a scalar), but the Jacobian is taken along the last "
@@ -95,9 +107,12 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
     copied, so the caller's tensors and their ``.grad`` are untouched; tensors that ``fn``
     captures (a module's parameters) get their ``.grad`` back after the backward passes.
     """
+    if not callable(fn):
+        raise TypeError(f"jacobian: fn must be a callable returning a Tensor, got "
+                        f"{type(fn).__name__}")
     single = not isinstance(inputs, (list, tuple))
     seq: Sequence[Any] = (inputs,) if single else tuple(inputs)
-    leaves = [Tensor(_raw(x), requires_grad=True) for x in seq]
+    leaves = [Tensor(_raw(x, "jacobian", "inputs"), requires_grad=True) for x in seq]
     y = fn(*leaves)
     if not isinstance(y, Tensor):
         raise TypeError(f"jacobian: fn must return a Tensor, got {type(y).__name__}")

@@ -87,6 +87,14 @@ def _file_mode(path: str) -> int:
         return 0o666 & ~umask
 
 
+def _check_flag(value: Any, where: str, name: str) -> None:
+    """A TypeError naming ``where`` and ``name`` unless ``value`` is a Python or NumPy bool
+    (``logy='no'`` would be truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
+                        f"({type(value).__name__})")
+
+
 def _finish(fig: Any, path: Any) -> Any:
     """Save ``fig`` when a path is given and return it; a failed save closes it."""
     if path is not None:
@@ -250,6 +258,7 @@ def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[fl
     ``radii`` is 1-D, non-empty and finite; every ``values[name]`` is 1-D with one entry per
     radius (a NaN entry, or a non-positive one with ``logy``, leaves a gap)."""
     where = "plot_spectral_sweep"
+    _check_flag(logy, where, "logy")
     x = _finite(_series(radii, where, "radii"), where, "radii")
     if x.size == 0:
         raise ValueError(f"{where}: radii is empty: nothing to plot")
@@ -288,6 +297,7 @@ def plot_learning_curves(curves: Mapping[str, Sequence[float]], xlabel: str = "s
     or floats (``hline=baseline.numpy()``); bools and strings are refused.
     """
     where = "plot_learning_curves"
+    _check_flag(logy, where, "logy")
     ys = _named_series(curves, where, "curves")
     given_x = _optional_mapping(x, where, "x")
     unknown = [name for name in given_x if name not in ys]
