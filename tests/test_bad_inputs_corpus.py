@@ -1720,7 +1720,8 @@ A("Vocab-decode-np", lambda: data.Vocab(["a", "b"]).decode(np.array([4, 5])),
   lambda: data.Vocab(["a", "b"]).decode([4, 5]))
 A("Vocab-decode-readonly", lambda: data.Vocab(["a", "b"]).decode(readonly(np.array([4, 5]))),
   lambda: data.Vocab(["a", "b"]).decode([4, 5]))
-A("Vocab-tokens-tuple", lambda: data.Vocab(("a", "b")).tokens, lambda: data.Vocab(["a", "b"]).tokens)
+A("Vocab-tokens-tuple", lambda: data.Vocab(("a", "b")).tokens,
+  lambda: data.Vocab(["a", "b"]).tokens)
 for tname in ("CharTokenizer", "WordTokenizer"):
     cls = getattr(data, tname)
     for label in ("str_no", "none", "int2"):
@@ -1823,7 +1824,7 @@ A("reversal_examples-np-int", lambda: data.reversal_examples(np.int64(3)),
 A("reverse_letters-tuple", lambda: data.reverse_letters(("a", "#", "b")),
   lambda: data.reverse_letters(["a", "#", "b"]))
 
-# ============================================================ viz (viz.py; errors come before plotting)
+# ============================================================ viz (errors come before plotting)
 viz = tr.viz
 R("plot_norms_vs_distance-curves-list", lambda: viz.plot_norms_vs_distance([1.0, 2.0]),
   "plot_norms_vs_distance", "curves")

@@ -379,7 +379,8 @@ def pascanu_bound(W_hh: Any, distances: Iterable[int], gamma: float = 1.0) -> np
 
 def _distances(distances: Any, where: str) -> np.ndarray:
     """``distances`` (an iterable or array of integers >= 0) as a float64 (k,) array."""
-    if isinstance(distances, (str, bytes)) or not hasattr(distances, "__iter__"):
+    if isinstance(distances, (str, bytes)) or not hasattr(distances, "__iter__") or (
+            isinstance(distances, np.ndarray) and distances.ndim == 0):
         raise TypeError(f"{where}: distances must be a sequence of integers T - t >= 0, got "
                         f"{type(distances).__name__}")
     values = list(distances)

@@ -107,6 +107,18 @@ def _init_range(value: Any, owner: str) -> float:
     return r
 
 
+def _check_padding_idx(value: Any, V: int, owner: str) -> None:
+    """None, or a row of the embedding table in [-V, V) (negative counts from the end, as
+    for :class:`~tinygrad_rnn.nn.Embedding`); errors name ``owner``."""
+    if value is None:
+        return
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{owner}: padding_idx must be an integer id or None, got {value!r}")
+    if not -V <= value < V:
+        raise ValueError(f"{owner}: padding_idx {value} is out of range for vocab_size {V} "
+                         f"(valid: {-V} .. {V - 1})")
+
+
 def _check_state(state: Any, cell: str, owner: str) -> None:
     """A carried state is None, a Tensor or array (L, N, H), or for an LSTM a pair of them;
     anything else (a string, a number, a dict) is a TypeError naming ``owner``."""
@@ -339,9 +351,7 @@ class RNNLM(Module):
         L = _positive_int(num_layers, "num_layers", owner)
         dropout = _dropout(dropout, owner)
         tie_weights = _flag(tie_weights, "tie_weights", owner)
-        if padding_idx is not None:
-            _special_id(padding_idx % V if isinstance(padding_idx, (int, np.integer))
-                        and -V <= padding_idx < 0 else padding_idx, "padding_idx", owner, V)
+        _check_padding_idx(padding_idx, V, owner)
         if tie_weights and D != H:
             raise ValueError(
                 f"{owner}: tie_weights=True uses the embedding matrix (V, embedding_dim) = "
