@@ -550,6 +550,29 @@ def _getitem(x: Tensor, index: Any) -> Tensor:
     return x[index]
 
 
+@st.composite
+def _write_cases(draw: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    index = draw(hnp.basic_indices(shape, allow_newaxis=True, allow_ellipsis=True))
+    x = draw(reals(shape))
+    return Case((x, draw(reals(np.empty(shape)[index].shape))), {"index": index})
+
+
+def _write_through_view(x: Tensor, v: Tensor, index: Any) -> Tensor:
+    """A recorded write (WriteRegion) into a tensor in a graph, through a view made before
+    the write, and a view made before the write used after it (ViewOf)."""
+    b = x * 1.0
+    seen = b.T  # a view of b from before the write
+    b.T.T[index] = v  # written through a view: recorded in b
+    return seen.T * 1.0
+
+
+def _ref_write(x: np.ndarray, v: np.ndarray, index: Any) -> np.ndarray:
+    out = x.copy()
+    out[index] = v
+    return out
+
+
 def _ref_getitem(x: np.ndarray, index: Any) -> np.ndarray:
     if isinstance(index, list):
         index = np.asarray(index, dtype=np.intp)
@@ -730,7 +753,9 @@ def _reduce_loss(losses: np.ndarray, reduction: str, denom: float) -> np.ndarray
     total = np.sum(losses)
     if reduction == "sum":
         return total
-    return np.asarray(total / denom if denom > 0 else 0.0)  # documented: empty mean is 0
+    if losses.size == 0:
+        return np.asarray(np.nan)  # an empty batch: NaN, as in torch
+    return np.asarray(total / denom if denom > 0 else 0.0)  # documented: all ignored -> 0
 
 
 def _ref_log_probs(row: np.ndarray) -> np.ndarray:
@@ -935,6 +960,14 @@ REGISTRY: tuple[OpInfo, ...] = (
                     {"index": np.array([0, 2, 0, -3, 2])}),
                # an empty list selects nothing (it was read as a float index; fixed)
                Case((np.array([[1.0, 2.0], [3.0, 4.0]]),), {"index": []}),
+           )),
+    OpInfo("write_through_view", _write_through_view, _ref_write, _write_cases(),
+           (ops.WriteRegion, ops.ViewOf),
+           examples=(
+               # an empty region: nothing written, the base keeps its gradient (bug fixed)
+               Case((np.array([[1.0, 2.0]]), np.zeros((1, 0))),
+                    {"index": (slice(None), slice(2, 2))}),
+               Case((np.array([1.0, -2.0, 3.0]), np.array(5.0)), {"index": (1,)}),
            )),
     OpInfo("cat", lambda *xs, axis: tr.cat(xs, axis=axis),
            lambda *xs, axis: np.concatenate(xs, axis=axis), _cat_cases(), (ops.Concatenate,)),

@@ -543,7 +543,8 @@ _VERSION_MSG = re.compile(r"saved for backward at version \d+ .*now version \d+"
 
 # (op name in the error, function of x, what is saved: "input" x or the "output")
 SAVING_OPS: list[tuple[str, Callable[[tr.Tensor], tr.Tensor], str]] = [
-    ("Mul", lambda x: x * tr.Tensor(np.full((2, 3), 1.5)), "input"),
+    # (Mul keeps x only when the other factor needs a gradient, as torch)
+    ("Mul", lambda x: x * tr.Tensor(np.full((2, 3), 1.5), requires_grad=True), "input"),
     ("Div", lambda x: tr.Tensor(np.full((2, 3), 1.5)) / x, "input"),
     ("MatMul", lambda x: x @ tr.Tensor(np.ones((3, 2))), "input"),
     ("Pow", lambda x: x ** 3.0, "input"),

@@ -302,6 +302,21 @@ def _getitem(rng: np.random.Generator) -> Problem:
     return Problem(lambda t: t[index], (_leaf(_reals(rng, shape)),))
 
 
+def _write_through_view(rng: np.random.Generator) -> Problem:
+    """out[k] = v on a tensor in a graph (WriteRegion), and a view made before the write used
+    after it (ViewOf): both gradients, to the base and to the value written."""
+    shape = _shape(rng, 1, 3)
+    k = int(rng.integers(-shape[0], shape[0]))
+
+    def fn(x: Tensor, v: Tensor) -> Tensor:
+        b = x * 1.0
+        seen = b.T  # a view from before the write
+        b[k] = v * 2.0
+        return seen * 1.0
+
+    return Problem(fn, (_leaf(_reals(rng, shape)), _leaf(_reals(rng, shape[1:]))))
+
+
 def _cat(rng: np.random.Generator) -> Problem:
     base = _shape(rng, 1, 3)
     axis = int(rng.integers(-len(base), len(base)))
@@ -552,6 +567,7 @@ SUITE: tuple[SuiteEntry, ...] = (
     _op("transpose", _transpose, "transpose by a permutation"),
     _op("broadcast_to", _broadcast_to, "broadcast_to"),
     _op("getitem", _getitem, "slices, integers, repeated ids, boolean masks"),
+    _op("write_through_view", _write_through_view, "recorded write into a graph, stale view"),
     _op("cat", _cat, "concatenate"),
     _op("stack", _stack, "stack"),
     _op("split", _split, "split by size or sections"),

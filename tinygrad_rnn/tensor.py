@@ -7,6 +7,8 @@ counting alone.
 """
 from __future__ import annotations
 
+import math
+import re
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
@@ -88,15 +90,30 @@ def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = Non
         data = data.data
     xp = get_array_module(data)
     if dtype is not None:
-        arr = xp.array(data, dtype=dtype, copy=copy)
+        dtype = check_dtype("Tensor", dtype)
+        src_kind = getattr(data, "dtype", None)
+        if src_kind is not None and np.dtype(src_kind).kind not in _SUPPORTED_KINDS:
+            raise TypeError(f"Tensor: cannot make a tensor from data of dtype {data.dtype} "
+                            f"(booleans, integers and floats are supported)")
+        try:
+            arr = xp.array(data, dtype=dtype, copy=copy)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"Tensor: cannot convert the data to {dtype}: {err}") from None
     elif isinstance(data, (np.ndarray, np.generic)) or xp is not np:
         arr = xp.array(data, copy=copy)
     else:
-        arr = np.asarray(data)
+        try:
+            arr = np.asarray(data)
+        except ValueError as err:  # a ragged list
+            raise ValueError(f"Tensor: the data is not a rectangular array of numbers "
+                             f"(lists of one length per level): {err}") from None
         if arr.dtype == np.float64 and not _holds_float64_data(data):
             arr = arr.astype(DEFAULT_FLOAT)
-        elif arr.dtype.kind == "U" or arr.dtype == object:
-            raise TypeError(f"Tensor: cannot make a tensor from data of dtype {arr.dtype}")
+    if arr.dtype.kind not in _SUPPORTED_KINDS:
+        what = ("complex numbers (the imaginary part would be lost)" if arr.dtype.kind == "c"
+                else f"data of dtype {arr.dtype}")
+        raise TypeError(f"Tensor: cannot make a tensor from {what}; booleans, integers and "
+                        f"floats are supported")
     if device is not None:
         arr = to_device(arr, device)  # the one explicit copy between devices
     return arr
@@ -153,6 +170,9 @@ class Tensor:
             raise TypeError(f"Tensor: requires_grad must be a bool, got {requires_grad!r} "
                             f"({type(requires_grad).__name__})")
         if requires_grad:
+            if not is_float_dtype(self._data.dtype):
+                raise TypeError(f"Tensor: requires_grad=True needs a floating-point dtype, got "
+                                f"{self._data.dtype} (give float data or dtype=np.float32)")
             self.requires_grad_(True)
 
     @classmethod
@@ -199,6 +219,9 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` in place on a leaf tensor; returns self."""
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            raise TypeError(f"requires_grad_: requires_grad must be a bool, got "
+                            f"{requires_grad!r} ({type(requires_grad).__name__})")
         if requires_grad and not is_float_dtype(self.dtype):
             raise TypeError(
                 f"only floating-point tensors can require a gradient, got dtype {self.dtype}"
@@ -396,6 +419,10 @@ class Tensor:
                     f"move it with .to({self.device!r})"
                 )
             grad = xp.asarray(grad)  # host data (an array, a list) is copied to the device
+            if grad.dtype.kind not in "biuf":
+                raise TypeError(f"backward(): grad must hold real numbers, got dtype "
+                                f"{grad.dtype}" + (" (the imaginary part would be lost)"
+                                                   if grad.dtype.kind == "c" else ""))
             if grad.shape != self.shape:
                 raise ValueError(
                     f"backward(): grad has shape {grad.shape} but the tensor has shape "
@@ -543,7 +570,9 @@ class Tensor:
         """Record that ``out`` (made from this tensor by ``step``) is a view of this tensor's
         memory, when it is one."""
         o = out._data
-        if o is self._data or get_array_module(o).may_share_memory(o, self._data):
+        # (an empty array shares no memory with anything, but is still made by a view step)
+        if (o is self._data or o.size == 0
+                or get_array_module(o).may_share_memory(o, self._data)):
             if self._base is None:
                 out._base, out._view_steps = self, (step,)
             else:
@@ -804,8 +833,11 @@ class Tensor:
         return Neg.apply(self)
 
     def __pow__(self, exponent: Any) -> "Tensor":
-        if isinstance(exponent, Tensor) or np.ndim(exponent) != 0:
-            raise TypeError("pow: only a constant scalar exponent is supported; use exp/log")
+        if isinstance(exponent, Tensor) or not _is_real_scalar(exponent):
+            raise TypeError(f"pow: the exponent must be a constant real number (a Python or "
+                            f"NumPy scalar or a 0-d array), got {exponent!r} "
+                            f"({type(exponent).__name__}); for a tensor exponent use "
+                            f"(y * x.log()).exp()")
         if is_float_dtype(self.dtype):
             return Pow.apply(self, exponent=float(exponent))
         # integer data: an integer power stays integer (torch, NumPy); a float power computes
@@ -980,7 +1012,7 @@ class Tensor:
     def reshape(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(_int_arg("reshape", "shape", s) for s in shape)
         return self._mark_view(Reshape.apply(self, shape=shape), ("reshape", shape))
 
     def view(self, *shape: Any) -> "Tensor":
@@ -1118,9 +1150,11 @@ class Tensor:
         return ReLU.apply(self)
 
     def softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
+        axis = _int_arg("softmax", "axis", axis)
         return Softmax.apply(self, axis=axis, mask=_constant(mask, self, "softmax", "mask"))
 
     def log_softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
+        axis = _int_arg("log_softmax", "axis", axis)
         return LogSoftmax.apply(self, axis=axis,
                                 mask=_constant(mask, self, "log_softmax", "mask"))
 
@@ -1258,40 +1292,13 @@ def _raw_like(x: Any, ref: Tensor) -> Any:
 def _fill_value(value: Any, ref: Tensor) -> Any:
     """``value`` as a scalar of ``ref``'s dtype, for :meth:`Tensor.fill_`: TypeError when it
     is no real number, ValueError when ``ref``'s dtype cannot hold it exactly."""
-    given = value
-    if isinstance(value, Tensor):
-        value = value._data
-    if hasattr(value, "shape") and not isinstance(value, np.generic):  # an array
-        if value.ndim != 0:
-            raise ValueError(
-                f"fill_: the value must be a single number (a scalar or a 0-d tensor), got "
-                f"an array of shape {tuple(value.shape)}; to write an array use x[...] = value"
-            )
-        value = value.item()  # a device array's value comes to the host
-    if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
-        raise TypeError(
-            f"fill_: the value must be a real number, got {given!r} "
-            f"({type(given).__name__}) for a tensor of dtype {ref.dtype} (shape {ref.shape})"
-        )
-    dtype = ref.dtype
-    if dtype.kind in "fc":  # any real fits, rounded to the dtype's precision
-        return value
-    # an integer or boolean dtype: only a whole number (nan and inf are none) can fit
-    whole = isinstance(value, (int, np.integer, np.bool_)) or float(value).is_integer()
-    if dtype.kind == "b":
-        if whole and int(value) in (0, 1):
-            return np.bool_(value)
-        holds = "only 0, 1, True and False"
-    else:
-        info = np.iinfo(dtype)
-        if whole and info.min <= int(value) <= info.max:
-            return dtype.type(int(value))
-        holds = f"only the integers from {info.min} to {info.max}"
-    raise ValueError(
-        f"fill_: a tensor of dtype {dtype} (shape {ref.shape}) holds {holds}, so the value "
-        f"{given!r} would change; fill_ keeps the dtype: use tr.full(x.shape, value, "
-        f"dtype=...) for a new tensor, or convert first (e.g. x = x.float())"
-    )
+    try:
+        return _exact_value("fill_", value, ref.dtype, ref.shape)
+    except ValueError as err:
+        raise ValueError(
+            f"{err}. fill_ keeps the dtype: use tr.full(x.shape, value, dtype=...) for a new "
+            f"tensor, or convert first (e.g. x = x.float())"
+        ) from None
 
 
 def _index(index: Any, xp: Any = np) -> Any:
@@ -1361,6 +1368,33 @@ def _lift_scalars_beside_floats(inputs: tuple) -> tuple | None:
                   for x in inputs])
 
 
+def _check_real_operands(fn: type, operands: list) -> None:
+    """TypeError naming op ``fn`` for an operand that is no real number or real array: a
+    complex number would lose its imaginary part when cast to the tensor's dtype, a string
+    would be parsed by NumPy, None or an object would fail deep inside the op."""
+    for x in operands:
+        if isinstance(x, Tensor):
+            continue
+        kind = getattr(x, "dtype", None)
+        kind = np.dtype(kind).kind if kind is not None else None
+        name = _public_name(fn)
+        if isinstance(x, (complex, np.complexfloating)) or kind == "c":
+            raise TypeError(f"{name}: complex operands are not supported (the "
+                            f"imaginary part would be lost), got {x!r}"[:300])
+        if kind is None and not isinstance(x, (bool, int, float, list, tuple)):
+            raise TypeError(f"{name}: operands must be tensors, arrays or real "
+                            f"numbers, got {x!r} ({type(x).__name__})"[:300])
+        if kind is not None and kind not in _SUPPORTED_KINDS:
+            raise TypeError(f"{name}: operands of dtype {np.dtype(x.dtype)} are "
+                            f"not supported (booleans, integers and floats are)")
+
+
+def _public_name(fn: type) -> str:
+    """The op's public (snake_case) name: LogSoftmax -> log_softmax, MSELoss -> mse_loss."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_",
+                  fn.__name__.lstrip("_")).lower()
+
+
 def _check_integer_scalars(fn: type, scalars: list, dtype: np.dtype,
                            tensors_in: list) -> None:
     """ValueError naming op ``fn``, the scalar and the integer tensors when an integer
@@ -1394,6 +1428,7 @@ def _lift_inputs(fn: type, inputs: tuple) -> tuple:
     all-float case."""
     tensors_in = [x for x in inputs if isinstance(x, Tensor)]
     scalars = [x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs]
+    _check_real_operands(fn, scalars)
     if not tensors_in:
         return tuple(x if isinstance(x, Tensor) else Tensor._wrap(_to_array(x, copy=False))
                      for x in scalars)
@@ -1597,8 +1632,10 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None,
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
 
 
-def _new(make: Callable[[Any], Any], requires_grad: bool, device: Any) -> Tensor:
+def _new(make: Callable[[Any], Any], requires_grad: bool, device: Any,
+         op: str = "tensor") -> Tensor:
     """A tensor whose data ``make(xp)`` builds directly with the device's array module."""
+    _check_flag(op, "requires_grad", requires_grad)
     xp = np if device is None else module_for_device(device)
     t = Tensor._wrap(make(xp))
     if requires_grad:
@@ -1608,29 +1645,46 @@ def _new(make: Callable[[Any], Any], requires_grad: bool, device: Any) -> Tensor
 
 def zeros(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False,
           device: Any = None) -> Tensor:
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device)
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    shape, dtype = check_shape("zeros", shape), check_dtype("zeros", dtype)
+    return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device, "zeros")
 
 
 def ones(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False,
          device: Any = None) -> Tensor:
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return _new(lambda xp: xp.ones(shape, dtype=dtype), requires_grad, device)
+    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
+    shape, dtype = check_shape("ones", shape), check_dtype("ones", dtype)
+    return _new(lambda xp: xp.ones(shape, dtype=dtype), requires_grad, device, "ones")
 
 
-def full(shape: Sequence[int], value: float, dtype: Any = DEFAULT_FLOAT,
+def full(shape: Sequence[int], value: Any, dtype: Any = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
-    return _new(lambda xp: xp.full(tuple(shape), value, dtype=dtype), requires_grad, device)
+    """A tensor of ``shape`` filled with ``value``, a real number. Without ``dtype`` the
+    dtype follows the value, as in torch: bool for a bool, int64 for an integer,
+    ``DEFAULT_FLOAT`` (float32) for a float. A value the dtype cannot hold exactly (2.5 in an
+    integer dtype) is a ValueError, as for :meth:`Tensor.fill_`."""
+    shape = check_shape("full", (shape,))
+    if dtype is None:
+        v = _scalar_value("full", value)
+        dtype = (np.bool_ if isinstance(v, (bool, np.bool_)) else np.int64
+                 if isinstance(v, (int, np.integer)) else DEFAULT_FLOAT)
+    dtype = check_dtype("full", dtype)
+    v = _exact_value("full", value, dtype, shape)
+    return _new(lambda xp: xp.full(shape, v, dtype=dtype), requires_grad, device, "full")
 
 
 def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
     """Zeros with ``t``'s shape, dtype and device."""
-    return _new(lambda xp: xp.zeros(t.shape, dtype=t.dtype), requires_grad, t.device)
+    _check_tensor("zeros_like", "t", t)
+    return _new(lambda xp: xp.zeros(t.shape, dtype=t.dtype), requires_grad, t.device,
+                "zeros_like")
 
 
 def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
     """Ones with ``t``'s shape, dtype and device."""
-    return _new(lambda xp: xp.ones(t.shape, dtype=t.dtype), requires_grad, t.device)
+    _check_tensor("ones_like", "t", t)
+    return _new(lambda xp: xp.ones(t.shape, dtype=t.dtype), requires_grad, t.device,
+                "ones_like")
 
 
 def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -1651,6 +1705,9 @@ def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
         if kinds[-1] not in ("i", "u", "f"):
             raise TypeError(f"arange: start, stop and step must be real numbers, got {a!r} "
                             f"({type(a).__name__})")
+    for a in args:
+        if not math.isfinite(a):
+            raise ValueError(f"arange: start, stop and step must be finite, got {args}")
     if len(args) == 3 and args[2] == 0:
         raise ValueError("arange: step must not be zero")
     if dtype is None:
@@ -1667,10 +1724,10 @@ def randn(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
     """Standard normal samples from ``generator`` (a seed or numpy Generator). The samples
     are drawn on the host and copied to ``device``, so a seed gives the same numbers on
     every device."""
-    from .random import get_generator
-
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    data = get_generator(generator).standard_normal(shape).astype(dtype)
+    shape = check_shape("randn", shape)
+    dtype = check_dtype("randn", dtype, floating=True)
+    _check_flag("randn", "requires_grad", requires_grad)
+    data = _generator("randn", generator).standard_normal(shape).astype(dtype)
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
@@ -1678,17 +1735,18 @@ def rand(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """Uniform [0, 1) samples from ``generator`` (a seed or numpy Generator), drawn on the
     host and copied to ``device``."""
-    from .random import get_generator
-
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    data = get_generator(generator).random(shape).astype(dtype)
+    shape = check_shape("rand", shape)
+    dtype = check_dtype("rand", dtype, floating=True)
+    _check_flag("rand", "requires_grad", requires_grad)
+    data = _generator("rand", generator).random(shape).astype(dtype)
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
 # ------------------------------------------------------------------------- joining
 def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
     """Concatenate along an existing axis (torch.cat / numpy.concatenate)."""
-    return Concatenate.apply(*tensors, axis=dim if dim is not None else axis)
+    axis = _int_arg("cat", "dim", _dim_or_axis("cat", dim, axis))
+    return Concatenate.apply(*_tensor_sequence("cat", tensors), axis=axis)
 
 
 concatenate = cat
@@ -1696,27 +1754,173 @@ concatenate = cat
 
 def stack(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
     """Stack along a new axis."""
-    return Stack.apply(*tensors, axis=dim if dim is not None else axis)
+    axis = _int_arg("stack", "dim", _dim_or_axis("stack", dim, axis))
+    return Stack.apply(*_tensor_sequence("stack", tensors), axis=axis)
 
 
 def split(x: Tensor, split_size_or_sections: Any, axis: int = 0, *,
           dim: int | None = None) -> tuple:
     """Split into pieces (torch semantics): an int gives pieces of that size (the last may be
     smaller); a list gives the sizes of the pieces."""
-    axis = dim if dim is not None else axis
+    _check_tensor("split", "x", x)
+    axis = _int_arg("split", "dim", _dim_or_axis("split", dim, axis))
     n = x.shape[_check_axis("split", axis, x.ndim, x.shape)]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
+    if _is_int(split_size_or_sections):
+        step = int(split_size_or_sections)
         if step <= 0:
             raise ValueError(f"split: split size must be positive, got {step}")
         sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+    elif isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [_int_arg("split", "split_size_or_sections", s)
+                 for s in split_size_or_sections]
     else:
-        sizes = [int(s) for s in split_size_or_sections]
+        raise TypeError(f"split: split_size_or_sections must be an int or a list of ints, got "
+                        f"{split_size_or_sections!r}")
     out = Split.apply(x, sizes=sizes, axis=axis)
     return out if isinstance(out, tuple) else (out,)
 
 
 def where(condition: Any, a: Any, b: Any) -> Tensor:
-    """Elementwise choice: ``a`` where condition is True, else ``b``."""
+    """Elementwise choice: ``a`` where condition is True, else ``b``. The condition must
+    be boolean (a float mask would be read as nonzero-is-True silently)."""
     ref = a if isinstance(a, Tensor) else b
-    return Where.apply(a, b, cond=_constant(condition, ref, "where", "condition"))
+    cond = _constant(condition, ref, "where", "condition")
+    if not hasattr(cond, "dtype"):
+        cond = np.asarray(cond)
+    if cond.dtype.kind != "b":
+        raise TypeError(f"where: condition must be boolean, got dtype {cond.dtype} of shape "
+                        f"{tuple(cond.shape)} (compare first, e.g. mask > 0)")
+    return Where.apply(a, b, cond=cond)
+
+
+# ------------------------------------------------------------------------- argument checks
+_SUPPORTED_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+
+
+def check_dtype(op: str, dtype: Any, floating: bool = False) -> np.dtype:
+    """``dtype`` as a NumPy dtype that a tensor can hold (bool, integers, floats; floats only
+    when ``floating``); TypeError naming ``op`` otherwise."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{op}: dtype {dtype!r} is not a data type ({err})") from None
+    if d.kind not in _SUPPORTED_KINDS:
+        raise TypeError(f"{op}: dtype {d} is not supported; a tensor holds booleans, integers "
+                        f"or floats")
+    if floating and d.kind != "f":
+        raise TypeError(f"{op}: dtype must be a floating-point type (float32 or float64), got "
+                        f"{d}")
+    return d
+
+
+def _dim_or_axis(op: str, dim: Any, axis: Any) -> Any:
+    """torch's ``dim`` or NumPy's ``axis`` (default 0); both given and different is an
+    error."""
+    if dim is None:
+        return axis
+    if axis != 0 and axis is not dim and axis != dim:
+        raise TypeError(f"{op}: give dim or axis, not both (got dim={dim!r}, axis={axis!r})")
+    return dim
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _int_arg(op: str, name: str, x: Any) -> int:
+    """An integer argument (a Python or NumPy integer, a 0-d integer array); TypeError naming
+    ``op`` and ``name`` for anything else (2.5, "3", True)."""
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu":
+        return int(x)
+    if not _is_int(x):
+        raise TypeError(f"{op}: {name} must be an integer, got {x!r} ({type(x).__name__})")
+    return int(x)
+
+
+def check_shape(op: str, shape: tuple) -> tuple:
+    """The sizes given as ``f(2, 3)`` or ``f((2, 3))`` (or ``f([2, 3])``), checked to be
+    non-negative integers."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    sizes = tuple(_int_arg(op, "size", s) for s in shape)
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"{op}: sizes must be non-negative, got shape {sizes}")
+    return sizes
+
+
+def _check_flag(op: str, name: str, value: Any) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be a bool, got {value!r} ({type(value).__name__})")
+
+
+def _check_tensor(op: str, name: str, value: Any) -> None:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+
+
+def _tensor_sequence(op: str, tensors: Any) -> list:
+    """The tensors of a cat/stack call: a list or tuple of tensors (or arrays)."""
+    if isinstance(tensors, (Tensor, np.ndarray, str, bytes)) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{op}: tensors must be a list or tuple of tensors, got "
+                        f"{type(tensors).__name__}")
+    items = list(tensors)
+    for k, t in enumerate(items):
+        if not isinstance(t, Tensor) and not hasattr(t, "shape"):
+            raise TypeError(f"{op}: tensors[{k}] must be a Tensor, got {type(t).__name__}")
+    return items
+
+
+def _generator(op: str, generator: Any) -> Any:
+    from .random import get_generator
+
+    try:
+        return get_generator(generator)
+    except TypeError as err:
+        raise TypeError(f"{op}: generator: {err}") from None
+
+
+def _is_real_scalar(x: Any) -> bool:
+    """A Python or NumPy real number (bool included), or a 0-d real array."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "biuf"
+    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _scalar_value(op: str, value: Any) -> Any:
+    """``value`` (a real scalar, 0-d array or one-element tensor) as a Python/NumPy scalar;
+    TypeError naming ``op`` otherwise."""
+    given = value
+    if isinstance(value, Tensor):
+        value = value._data
+    if hasattr(value, "shape") and not isinstance(value, np.generic):
+        if value.ndim != 0:
+            raise ValueError(f"{op}: the value must be a single number, got an array of shape "
+                             f"{tuple(value.shape)}")
+        value = value.item()
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise TypeError(f"{op}: the value must be a real number, got {given!r} "
+                        f"({type(given).__name__})")
+    return value
+
+
+def _exact_value(op: str, value: Any, dtype: np.dtype, shape: tuple) -> Any:
+    """``value`` as a scalar of ``dtype``: TypeError when it is no real number, ValueError
+    when ``dtype`` cannot hold it exactly (2.5 or nan in an integer dtype, 300 in uint8, 2 in
+    bool)."""
+    given, value = value, _scalar_value(op, value)
+    if dtype.kind == "f":  # any real fits, rounded to the dtype's precision
+        return value
+    whole = isinstance(value, (int, np.integer, np.bool_)) or float(value).is_integer()
+    if dtype.kind == "b":
+        if whole and int(value) in (0, 1):
+            return np.bool_(value)
+        holds = "only 0, 1, True and False"
+    else:
+        info = np.iinfo(dtype)
+        if whole and info.min <= int(value) <= info.max:
+            return dtype.type(int(value))
+        holds = f"only the integers from {info.min} to {info.max}"
+    raise ValueError(
+        f"{op}: a tensor of dtype {dtype} (shape {shape}) holds {holds}, so the value "
+        f"{given!r} would change; use a float dtype, or a value the dtype holds"
+    )

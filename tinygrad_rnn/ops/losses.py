@@ -473,6 +473,11 @@ def _broadcasting_to(op: str, name: str, value: Any, x: Any) -> Any:
     widen the loss beyond the input (ValueError naming ``op``, ``name`` and both shapes)."""
     if value is None:
         return None
+    kind = getattr(value, "dtype", None)
+    kind = np.dtype(kind).kind if kind is not None else np.asarray(value).dtype.kind
+    if kind not in "biuf":
+        raise TypeError(f"{op}: {name} must be real numbers (an array, a list or a scalar), "
+                        f"got {value!r} ({type(value).__name__})"[:300])
     arr = get_array_module(x).asarray(value, dtype=x.dtype)
     fits = arr.ndim <= x.ndim and all(
         a in (1, s) for a, s in zip(reversed(arr.shape), reversed(x.shape)))
