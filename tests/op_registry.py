@@ -37,6 +37,7 @@ import tinygrad_rnn as tr
 from tinygrad_rnn import functional as F
 from tinygrad_rnn import ops
 from tinygrad_rnn.ops.base import Function
+from tinygrad_rnn.ops.losses import BinaryCrossEntropy
 from tinygrad_rnn.tensor import Tensor, _Cast, _Copy, _ToDevice
 
 __all__ = [
@@ -854,6 +855,28 @@ def _ref_bce(x: np.ndarray, t: np.ndarray, weight: np.ndarray | None,
     return np.asarray(np.sum(loss) / loss.size if loss.size else np.nan)
 
 
+@st.composite
+def _bce_probability_cases(draw: Any) -> Case:
+    """Probabilities and targets kept inside (0, 1): the floors of torch's formula are
+    kinks, and a central difference must not step outside [0, 1], which is an error."""
+    shape = draw(shapes())
+    x = draw(reals(shape, 0.05, 0.95))
+    t = draw(reals(shape, 0.01, 0.99))
+    weight = draw(st.none() | positives(draw(broadcasting_to(shape)), 0.2, 3.0))
+    return Case((x, t), {"weight": weight, "reduction": draw(REDUCTIONS)})
+
+
+def _ref_bce_probabilities(x: np.ndarray, t: np.ndarray, weight: np.ndarray | None,
+                           reduction: str) -> np.ndarray:
+    w = 1.0 if weight is None else weight
+    loss = np.broadcast_to(-w * (t * np.log(x) + (1 - t) * np.log(1 - x)), x.shape)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return np.sum(loss)
+    return np.asarray(np.sum(loss) / loss.size if loss.size else np.nan)
+
+
 def _cast_round_trip(x: Tensor) -> Tensor:
     return x.astype(WIDE_FLOAT).astype(x.dtype)
 
@@ -1008,6 +1031,13 @@ REGISTRY: tuple[OpInfo, ...] = (
            _mse_cases(), (ops.MSELoss,)),
     OpInfo("bce_with_logits", lambda x, t, **kw: F.binary_cross_entropy_with_logits(x, t, **kw),
            _ref_bce, _bce_cases(), (ops.BCEWithLogits,)),
+    OpInfo("bce", lambda x, t, **kw: F.binary_cross_entropy(x, t, **kw),
+           _ref_bce_probabilities, _bce_probability_cases(), (BinaryCrossEntropy,),
+           examples=(
+               # confident predictions, weights broadcast along the last axis
+               Case((np.array([[0.98, 0.03], [0.5, 0.3]]), np.array([[0.9, 0.1], [0.5, 0.2]])),
+                    {"weight": np.array([2.0, 0.5]), "reduction": "mean"}),
+           )),
     # the private Tensor-level ops
     _unary("clone", lambda x: x.clone(), np.copy, reals, (_Copy,)),
     OpInfo("astype", _cast_round_trip, lambda x: x.copy(), _unary_cases(reals),

@@ -19,15 +19,15 @@ import numpy as np
 from . import ops
 from .backend import get_array_module
 from .bptt._common import check_flag
-from .ops.losses import check_ignore_index, check_unit_interval
+from .ops.losses import BinaryCrossEntropy, check_ignore_index, check_unit_interval
 from .random import get_generator
 from .tensor import Tensor, _constant, cat, split, stack, where  # noqa: F401  (re-exported)
 
 __all__ = [
     "relu", "tanh", "sigmoid", "softmax", "log_softmax", "exp", "log", "sqrt", "abs",
     "maximum", "minimum", "clip", "matmul", "linear", "embedding", "dropout",
-    "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy_with_logits",
-    "masked_fill", "where", "cat", "stack", "split",
+    "cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "masked_fill", "where", "cat", "stack", "split",
 ]
 
 
@@ -350,6 +350,24 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, ignore_index: int =
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     """Mean squared error; dL/dinput = 2 (input - target) / n for 'mean'."""
     return ops.MSELoss.apply(input, _target(target, input), reduction=reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    """Binary cross entropy of probabilities ``input`` in [0, 1] against ``target`` in
+    [0, 1], as torch's: -w [t log x + (1 - t) log(1 - x)] with each log clamped at -100.
+
+    dL/dx = w (x - t) / max(x (1 - x), 1e-12) per element (before reduction); see
+    :class:`tinygrad_rnn.ops.losses.BinaryCrossEntropy` for the floors and the target's
+    gradient. Input and target must have the same shape; values outside [0, 1] (or NaN)
+    are a ValueError, as in torch. On logits prefer
+    :func:`binary_cross_entropy_with_logits`, which never saturates.
+    """
+    op = "binary_cross_entropy"
+    input = _as_tensor(op, "input", input)
+    return BinaryCrossEntropy.apply(input, _target(target, input),
+                                    weight=_constant(weight, input, op, "weight"),
+                                    reduction=reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = None,

@@ -2,12 +2,12 @@
 
 ``tr.nn.Module`` and ``tr.nn.Parameter`` (module.py), the basic layers (layers.py), weight
 initialisers as ``tr.nn.init`` (init.py), gradient utilities as ``tr.nn.utils`` and, as in
-torch, ``tr.nn.functional`` (the same module as ``tr.functional``).
+torch, ``tr.nn.functional`` (torch.nn.functional's names and signatures, built on
+``tr.functional``).
 """
 from __future__ import annotations
 
-from .. import functional
-from . import init, utils
+from . import functional, init, utils
 from .layers import (
     Dropout, Embedding, Identity, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh,
 )

@@ -551,3 +551,94 @@ class BCEWithLogits(Function):
         if w is not None:
             dx, dt = dx * w, dt * w
         return dx * g, dt * g
+
+
+def _check_unit_values(op: str, name: str, a: Any) -> None:
+    """ValueError naming ``op`` and ``name`` unless every entry of ``a`` lies in [0, 1]
+    (NaN does not): torch refuses such probabilities too, and log(x) of a negative x would
+    only give NaN later (one host read of a flag)."""
+    xp = get_array_module(a)
+    outside = ~((a >= 0) & (a <= 1))
+    if bool(xp.any(outside)):
+        first = a[outside].ravel()[0]
+        raise ValueError(f"{op}: every element of {name} must be between 0 and 1 (a "
+                         f"probability), got {first!r}; for logits use "
+                         f"binary_cross_entropy_with_logits")
+
+
+#: torch's bound on log(p) in binary cross entropy: a probability of exactly 0 or 1 costs
+#: at most 100 nats instead of inf.
+LOG_FLOOR = -100.0
+#: torch's floor under x (1 - x) in the gradient of binary cross entropy.
+BCE_EPSILON = 1e-12
+
+
+class BinaryCrossEntropy(Function):
+    """Binary cross entropy of probabilities (torch.nn.functional.binary_cross_entropy).
+
+    Math, per element with probability x in [0, 1], target t in [0, 1] and an optional
+    elementwise weight w (1 when not given):
+
+        loss = -w [t max(log x, -100) + (1 - t) max(log(1 - x), -100)]
+        dloss/dx = w (x - t) / max(x (1 - x), 1e-12)
+        dloss/dt = w [log(1 - x) - log x]
+
+    Notes
+    -----
+    The floors are torch's: the log is clamped at -100, so x = 0 or 1 gives a finite loss
+    (at most 100 w), and the denominator of dloss/dx at 1e-12, so its gradient is finite
+    too (about 1e12, a sign that the model saturated: prefer
+    :class:`BCEWithLogits` on logits). Away from 0 and 1 dloss/dx is the exact derivative of
+    the loss; at the floors it is torch's value, not the derivative of the clamped loss
+    (which would be 0). dloss/dt is not clamped (inf at x = 0 or 1), as in torch.
+
+    ``x`` and ``t`` must have the same shape and hold values in [0, 1] (a ValueError
+    otherwise, as torch raises); ``weight`` must broadcast to that shape. 'mean' divides by
+    the number of elements (NaN for none, as in torch).
+    """
+
+    float_math = True
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, t: Any, weight: Any = None,
+                reduction: str = "mean") -> Any:
+        xp = get_array_module(x)
+        op = "binary_cross_entropy"
+        _check_reduction(op, reduction)
+        if x.shape != t.shape:
+            raise ValueError(
+                f"{op}: input of shape {x.shape} and target of shape {t.shape} must have the "
+                f"same shape (as torch requires)"
+            )
+        _check_unit_values(op, "input", x)
+        _check_unit_values(op, "target", t)
+        w = _broadcasting_to(op, "weight", weight, x)
+        floor = x.dtype.type(LOG_FLOOR)
+        with np.errstate(divide="ignore"):  # log(0) = -inf, then clamped
+            log_x = xp.maximum(xp.log(x), floor)
+            log_1mx = xp.maximum(xp.log1p(-x), floor)
+        loss = -(t * log_x + (1 - t) * log_1mx)
+        if w is not None:
+            loss = loss * w
+        ctx.save_for_backward(x, t)
+        ctx.meta = (w, reduction)
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return loss.sum()
+        return loss.mean() if loss.size else xp.full((), x.dtype.type("nan"))
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        x, t = ctx.saved_arrays
+        w, reduction = ctx.meta
+        xp = get_array_module(x)
+        if reduction == "mean":
+            g = divide_by_count(g, max(x.size, 1))
+        denom = xp.maximum(x * (1 - x), x.dtype.type(BCE_EPSILON))
+        dx = (x - t) / denom
+        with np.errstate(divide="ignore"):  # x = 0 or 1: an infinite dloss/dt, as in torch
+            dt = xp.log1p(-x) - xp.log(x)
+        if w is not None:
+            dx, dt = dx * w, dt * w
+        return dx * g, dt * g
