@@ -24,6 +24,7 @@ from . import optim
 from . import nn
 from .io import load, save
 from . import bptt, data, decoding, lm, monitor, training, viz
+from . import utils
 
 __version__ = "0.1.0"
 
