@@ -1115,13 +1115,15 @@ def _selfref() -> dict:
     return d
 
 
-R("save-not-mapping", lambda: tr.save([np.ones(2)], _tmp("a.npz")), "save", "dict")
+R("save-module", lambda: tr.save(linear(), _tmp("a.npz")), "save", "state_dict")
+R("save-pickle_module", lambda: tr.save({"a": 1}, _tmp("a.npz"), pickle_module=os),
+  "save", "pickle_module")
 R("save-path-none", lambda: tr.save({"a": np.ones(2)}, None), "save", "path")
 R("save-path-int", lambda: tr.save({"a": np.ones(2)}, 3), "save", "path")
 R("save-self-reference", lambda: tr.save(_selfref(), _tmp("a.npz")), "save")
 R("save-object-array", lambda: tr.save({"a": np.array([1, None], dtype=object)}, _tmp("a.npz")),
   "save", "object")
-R("save-key-int", lambda: tr.save({1: np.ones(2)}, _tmp("a.npz")), "save", "key")
+R("save-key-float", lambda: tr.save({1.5: np.ones(2)}, _tmp("a.npz")), "save", "key")
 R("save-compress-str", lambda: tr.save({"a": np.ones(2)}, _tmp("a.npz"), compress="no"),
   "save", "compress")
 R("save-value-lambda", lambda: tr.save({"a": lambda: 1}, _tmp("a.npz")), "save")
@@ -1129,6 +1131,10 @@ R("load-missing", lambda: tr.load(_tmp("missing.npz")), "load")
 R("load-path-none", lambda: tr.load(None), "load", "path")
 R("load-not-npz", lambda: tr.load(_write_text(_tmp("bad.npz"), "hello")), "load")
 R("load-directory", lambda: tr.load(os.path.dirname(_tmp("x"))), "load")
+R("load-weights_only-false", lambda: tr.load(_tmp("x.npz"), weights_only=False), "load",
+  "weights_only")
+R("load-map_location-mps", lambda: tr.load(_tmp("x.npz"), map_location="mps"), "load",
+  "map_location")
 
 
 def _write_text(path: str, text: str) -> str:
@@ -1150,6 +1156,8 @@ A("save-0d-array", lambda: _roundtrip({"a": np.array(2.5)})["a"], lambda: np.arr
 A("save-empty-array", lambda: _roundtrip({"a": np.zeros((0, 3))})["a"],
   lambda: np.zeros((0, 3)))
 A("save-pathlike", lambda: _roundtrip_pathlike(), lambda: arr(2))
+A("save-list-top-level", lambda: _roundtrip([arr(2)])[0], lambda: arr(2))
+A("save-int-key-top-level", lambda: _roundtrip({1: arr(2)})[1], lambda: arr(2))
 
 
 def _roundtrip_pathlike() -> np.ndarray:

@@ -258,7 +258,8 @@ def test_loading_a_fifo_is_refused_at_once(tmp_path):
 def test_loading_a_directory_or_a_device_is_refused(tmp_path):
     with pytest.raises(ValueError, match="load: .* is a directory"):
         tr.load(tmp_path)
-    with pytest.raises(TypeError, match="load: path must be a str or path-like"):
+    with pytest.raises(TypeError,
+                       match="load: f must be a path .str or path-like. or a binary file object"):
         tr.load(None)
     with pytest.raises(TypeError, match="save: compress must be a bool"):
         tr.save({"a": np.ones(1)}, tmp_path / "c.npz", compress="no")

@@ -1,24 +1,45 @@
-"""Safe checkpoints: :func:`save` and :func:`load` for state dicts, without pickle.
+"""Safe checkpoints: :func:`save` and :func:`load`, called as ``torch.save`` /
+``torch.load``, without pickle.
 
+``tr.save(obj, f)`` and ``tr.load(f, map_location=None, weights_only=True)`` take a path or
+a binary file object (``open(path, 'wb')``, :class:`io.BytesIO`), as torch's do, and save
+what a training script saves: a Tensor, a NumPy array, a ``state_dict()`` (a model's or an
+optimizer's), nested dicts, lists and tuples of them, Python numbers, strings and None.
+Types come back as saved: a Tensor as a Tensor (dtype, ``requires_grad``, device), an
+``nn.Parameter`` as a Parameter, a NumPy array as a NumPy array, a tuple as a tuple, an
+``OrderedDict`` as an ``OrderedDict``. A module or optimizer object itself is refused with a
+pointer to its ``state_dict()`` (torch pickles it whole; nothing here pickles).
+
+What differs from torch, on purpose and never silently: ``weights_only=False`` (torch's
+unpickling of arbitrary objects), a ``pickle_module``, ``mmap=True``, pickle's keyword
+arguments and a callable ``map_location`` are refused with an error that says so;
+``pickle_protocol`` is accepted and ignored (it only selects pickle's byte format, and no
+pickle is written). A write to a path is atomic; a write to a file object cannot be (see
+:func:`save`).
+
+Format
+------
 A checkpoint is a ``.npz`` (zip) archive holding
 
 * ``__tinygrad_rnn__``: a uint8 array with a UTF-8 JSON manifest: the format name and
   version, and the structure of the saved object (dict keys and their order, lists, tuples,
-  Python scalars and strings), in which every array is a reference to an archive entry;
+  Python scalars and strings; each Tensor's device and ``requires_grad``), in which every
+  array is a reference to an archive entry;
 * ``a0``, ``a1``, ...: one ``.npy`` entry per array (numeric or boolean dtypes only).
 
-So a model's ``state_dict()`` and nested objects such as an optimizer's state dict (integer
-keys, hyperparameters, lists of parameter indices, ``None``) round-trip exactly:
-``load(save(x))`` equals ``x``, arrays bit for bit (NaN payloads and -0.0 included).
+So ``load(save(x))`` equals ``x``, arrays bit for bit (NaN payloads and -0.0 included).
 
 Devices
 -------
 A checkpoint holds host arrays only. :func:`save` copies device data (Tensors and arrays on
-a GPU or the stand-in) to the host explicitly, before the file system is touched;
-:func:`load` returns NumPy arrays. To restore a model on a device, load into the module
-(``model.to('cuda'); model.load_state_dict(tr.load(path))`` copies every value to the
-parameter's device) or the optimizer (``opt.load_state_dict(...)`` does the same for its
-state), whichever device the checkpoint was saved from.
+a GPU or the stand-in) to the host explicitly, before anything is written, and records each
+Tensor's device. :func:`load` puts each Tensor back on that device (``map_location=None``,
+as torch does; an error that suggests ``map_location='cpu'`` when that device is not
+available), or on the device ``map_location`` names: ``'cpu'``, ``'cuda'`` (``'cuda:0'``),
+``'standin'``, an object whose ``str()`` is one of these (``torch.device('cpu')``), or a dict
+from saved to target device names. NumPy arrays stay NumPy arrays (device arrays that were
+not in a Tensor load as NumPy). ``model.load_state_dict(tr.load(f))`` and
+``opt.load_state_dict(...)`` copy every value to the parameter's device in any case.
 
 Safety
 ------
@@ -94,10 +115,17 @@ Example
 ...     loaded = tr.load(path)
 >>> loaded["w"], loaded["meta"]
 (array([0., 1., 2.]), {'step': 7, 'betas': (0.9, 0.999)})
+>>> import io
+>>> buffer = io.BytesIO()
+>>> tr.save(tr.tensor(np.arange(3.0), requires_grad=True), buffer)
+>>> _ = buffer.seek(0)
+>>> tr.load(buffer, map_location="cpu", weights_only=True)
+Tensor([0., 1., 2.], dtype=float64, requires_grad=True)
 """
 from __future__ import annotations
 
 import errno
+import io
 import json
 import math
 import os
@@ -110,7 +138,8 @@ from typing import IO, Any, Callable, Mapping
 
 import numpy as np
 
-from .backend import get_array_module, to_device
+from .backend import get_array_module, module_for_device, normalize_device, to_device
+from .tensor import Tensor
 
 try:  # POSIX: the lock that tells a live writer's temporary file from a dead one's
     import fcntl
@@ -121,7 +150,8 @@ __all__ = ["save", "load", "atomic_write", "FORMAT_NAME", "FORMAT_VERSION", "MAX
            "DEFAULT_MAX_BYTES", "MAX_EXPANSION"]
 
 FORMAT_NAME = "tinygrad_rnn.checkpoint"
-FORMAT_VERSION = 1
+#: Version 2 added Tensors and Parameters as their own entries (version 1 files still load).
+FORMAT_VERSION = 2
 MANIFEST = "__tinygrad_rnn__"
 #: The deepest nesting of dicts, lists and tuples :func:`save` accepts (the top-level dict
 #: is depth 0); deeper objects would give a manifest too deep to parse back.
@@ -172,6 +202,13 @@ def _as_numpy(value: Any, path: tuple) -> np.ndarray | np.generic | None:
     return None
 
 
+def _is_parameter(value: Tensor) -> bool:
+    """True for an ``nn.Parameter`` (imported here, on use: nn sits above this module)."""
+    from .nn.module import Parameter
+
+    return isinstance(value, Parameter)
+
+
 def _check_dtype(dtype: np.dtype, path: tuple, verb: str) -> None:
     if dtype.kind not in _ALLOWED_KINDS or dtype.fields is not None:
         raise ValueError(
@@ -220,6 +257,8 @@ class _Encoder:
         # apart, so decoding gives back exactly what was saved
         if value is None:
             return {"t": "none"}
+        if isinstance(value, Tensor):
+            return self._encode_tensor(value, path)
         # arrays first: NumPy scalars such as np.float64 are also Python floats
         arr = _as_numpy(value, path)
         if arr is not None:
@@ -242,10 +281,29 @@ class _Encoder:
                 return self._encode_container(value, path)
             finally:
                 del self.open_containers[id(value)]
+        if callable(getattr(value, "state_dict", None)):
+            # torch.save(model) pickles the whole object (its class is looked up, and its code
+            # run, at load); a checkpoint here holds values only
+            raise TypeError(
+                f"save: cannot save the {type(value).__name__} object at {_where(path)} "
+                f"itself: torch pickles whole modules and optimizers, and tinygrad_rnn never "
+                f"pickles. Save its state instead, tr.save(model.state_dict(), f) (or "
+                f"optimizer.state_dict()), and restore it with "
+                f"model.load_state_dict(tr.load(f))"
+            )
         raise TypeError(
             f"save: cannot save a {type(value).__name__} at {_where(path)}; a checkpoint holds "
             f"arrays, Tensors, dicts, lists, tuples, str, int, float, bool and None"
         )
+
+    def _encode_tensor(self, value: Tensor, path: tuple) -> dict:
+        """A Tensor (or Parameter): its data as a host array, with its dtype, device and
+        ``requires_grad`` flag, so that it loads back as the same kind of tensor."""
+        arr = np.asarray(value.numpy())
+        _check_dtype(arr.dtype, path, "save")
+        node = {"t": "parameter" if _is_parameter(value) else "tensor", "ref": self._ref(arr),
+                "device": value.device, "requires_grad": bool(value.requires_grad)}
+        return node
 
     def _encode_container(self, value: Any, path: tuple) -> dict:
         if isinstance(value, Mapping):
@@ -253,13 +311,12 @@ class _Encoder:
             for key, item in value.items():
                 if isinstance(key, str):
                     kind = "s"
-                elif isinstance(key, int) and not isinstance(key, bool) and path:
-                    kind, key = "i", str(key)
+                elif isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+                    kind, key = "i", str(int(key))
                 else:
-                    allowed = "str" if not path else "str or int"
                     raise TypeError(
-                        f"save: keys must be {allowed}; got {type(key).__name__} key {key!r} "
-                        f"at {_where(path)}"
+                        f"save: dict keys must be str or int; got {type(key).__name__} key "
+                        f"{key!r} at {_where(path)}"
                     )
                 sub = path + ((key if kind == "s" else int(key)),)
                 items.append([kind, key, self.encode(item, sub)])
@@ -517,61 +574,138 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None],
     return target
 
 
-def save(obj: Mapping[str, Any], path: str | os.PathLike, compress: bool = False) -> None:
-    """Write a state dict (or a nested dict such as an optimizer's state) to ``path``.
+def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None,
+         pickle_protocol: int = 2, *, compress: bool = False) -> None:
+    """Write ``obj`` (a state dict, a Tensor, an array, nested containers of them) to ``f``.
+
+    Called as ``torch.save(obj, f)``: ``f`` is a path or a binary file object.
 
     Parameters
     ----------
-    obj : mapping
-        Top-level keys are str. Values are NumPy arrays, device arrays or Tensors (on any
-        device) of numeric or boolean dtype, all saved as host arrays, or nested dicts (str
-        or int keys), lists and tuples of such values and of Python scalars, strings and
-        None, at most :data:`MAX_DEPTH` levels deep.
-    path : str or path-like
-        Written exactly under this name (no suffix is added; ``.npz`` is conventional). A
-        symlink is written through: the file it points to is replaced.
+    obj : object
+        A Tensor or Parameter (loads back as one, with its dtype, device and
+        ``requires_grad``), a NumPy array or scalar (loads back as NumPy), a device array
+        (saved as a host array, loads as NumPy), a Python int, float, bool, str or None, or
+        dicts (str or int keys; ``OrderedDict`` kept as such), lists and tuples of these, at
+        most :data:`MAX_DEPTH` levels deep: e.g. ``model.state_dict()``,
+        ``optimizer.state_dict()`` or ``{'epoch': 3, 'model': ..., 'optimizer': ...}``.
+        Arrays must have a numeric or boolean dtype. A module or an optimizer itself is
+        refused (torch pickles it whole; save its ``state_dict()``).
+    f : str, path-like or binary file object
+        A path is written exactly under this name (no suffix is added; ``.npz`` is
+        conventional), atomically (see Notes); a symlink is written through. A file object
+        (``open(path, 'wb')``, :class:`io.BytesIO`) is written at its current position and
+        left open; it must be opened in binary mode for writing.
+    pickle_module : None
+        torch's argument; only ``None`` (the default) is accepted, since nothing is pickled:
+        any module is refused with a ValueError rather than silently not used.
+    pickle_protocol : int
+        torch's argument, accepted and ignored: it selects pickle's byte format, and a
+        checkpoint here is a zip of ``.npy`` arrays and a JSON manifest, not a pickle. It must
+        be an int (as in torch); the file is the same whatever its value.
     compress : bool
-        Deflate the entries (smaller, slower).
+        Deflate the entries (smaller, slower). Keyword only (torch has no such argument).
 
     Raises
     ------
     ValueError
         An array of a non-numeric dtype (object, string, structured), naming its key; a
         reference cycle or nesting deeper than :data:`MAX_DEPTH`, naming where; an empty
-        ``path``; a ``path`` that is a FIFO, socket or device.
+        path; a path that is a FIFO, socket or device; a ``pickle_module``; a file object
+        that is not writable.
     TypeError
-        A key or value of an unsupported type, naming where it is; a ``path`` that is not a
-        str or path-like; a ``compress`` that is not a bool.
+        A key or value of an unsupported type (a module or optimizer among them), naming
+        where it is; an ``f`` that is neither a path nor a file object, or a file object
+        opened in text mode; a ``compress`` that is not a bool, a ``pickle_protocol`` that
+        is not an int.
     IsADirectoryError
-        ``path`` is an existing directory or ends with a path separator (a file name is
+        The path is an existing directory or ends with a path separator (a file name is
         needed).
     FileNotFoundError
-        The directory ``path`` names does not exist.
+        The directory the path names does not exist.
     PermissionError
-        ``path`` is a read-only file (it is left as it was).
+        The path is a read-only file (it is left as it was).
 
     Notes
     -----
-    The write is atomic (see :func:`atomic_write`): the checkpoint is written to a temporary
-    file beside the target, fsynced and renamed over it; on any error the previous file is
-    left untouched and the temporary file is removed, and temporary files of writers that
-    were killed are removed by the next write to the folder. Everything is validated before
-    the file system is touched.
+    Everything is validated and encoded before anything is written. Written to a path, the
+    write is atomic (see :func:`atomic_write`): the checkpoint goes to a temporary file
+    beside the target, fsynced and renamed over it; on any error the previous file is left
+    untouched and the temporary file is removed, and temporary files of writers that were
+    killed are removed by the next write to the folder. **A write to a file object cannot be
+    atomic**: it writes into the object as it goes, so an I/O error or an interrupt part way
+    leaves part of a checkpoint in it (what was there before is not restored), and it is
+    neither flushed to disk nor fsynced (call ``f.flush()`` and ``os.fsync(f.fileno())``
+    for a real file). Pass a path where a crash must not leave a broken file.
     """
-    if not isinstance(obj, Mapping):
-        raise TypeError(f"save: expected a dict (e.g. model.state_dict()), got "
-                        f"{type(obj).__name__}")
+    _check_pickle_module("save", pickle_module)
+    if isinstance(pickle_protocol, (bool, np.bool_)) \
+            or not isinstance(pickle_protocol, (int, np.integer)):
+        raise TypeError(f"save: pickle_protocol must be an int (it is accepted and ignored: "
+                        f"nothing is pickled), got {type(pickle_protocol).__name__} "
+                        f"{pickle_protocol!r}")
     if not isinstance(compress, (bool, np.bool_)):
         raise TypeError(f"save: compress must be a bool, got {type(compress).__name__} "
                         f"{compress!r}")
-    path = _checked_target(path, "save")
+    fileobj = f if _is_file_object(f) else None
+    if fileobj is not None:
+        _check_writable(fileobj)
+    elif not isinstance(f, (str, bytes, os.PathLike)):
+        raise TypeError(f"save: f must be a path (str or path-like) or a binary file object "
+                        f"opened for writing, got {type(f).__name__} {f!r}")
+    else:
+        f = _checked_target(f, "save")
     encoder = _Encoder()
     tree = encoder.encode(obj, ())
     manifest = json.dumps(
         {"format": FORMAT_NAME, "version": FORMAT_VERSION, "tree": tree},
         ensure_ascii=True, allow_nan=False,
     ).encode("ascii")
-    atomic_write(path, lambda f: _write_archive(f, manifest, encoder.arrays, compress), "save")
+    if fileobj is not None:
+        _write_archive(fileobj, manifest, encoder.arrays, bool(compress))
+        return
+    atomic_write(f, lambda out: _write_archive(out, manifest, encoder.arrays, bool(compress)),
+                 "save")
+
+
+def _check_pickle_module(what: str, pickle_module: Any) -> None:
+    """Refuse a ``pickle_module``: this package writes and reads no pickles."""
+    if pickle_module is not None:
+        raise ValueError(
+            f"{what}: pickle_module={pickle_module!r} is not supported: tinygrad_rnn never "
+            f"pickles or unpickles (a checkpoint is a zip of .npy arrays and a JSON "
+            f"manifest); leave pickle_module out"
+        )
+
+
+def _is_file_object(f: Any) -> bool:
+    """True for a file-like object (anything with ``read`` or ``write``), not a path."""
+    return not isinstance(f, (str, bytes, os.PathLike)) and (
+        callable(getattr(f, "write", None)) or callable(getattr(f, "read", None)))
+
+
+def _describe(f: Any) -> str:
+    """A file object as the messages name it: its ``name`` if it has one."""
+    name = getattr(f, "name", None)
+    if isinstance(name, (str, bytes)):
+        return f"<{type(f).__name__} {os.fsdecode(name)!r}>"
+    return f"<{type(f).__name__}>"
+
+
+def _check_writable(f: Any) -> None:
+    """Refuse a file object that is in text mode or not open for writing."""
+    mode = getattr(f, "mode", None)
+    if isinstance(f, io.TextIOBase) or isinstance(mode, str) and "b" not in mode:
+        raise TypeError(f"save: the file object {_describe(f)} is open in text mode; a "
+                        f"checkpoint is binary, open it with open(path, 'wb')")
+    if not callable(getattr(f, "write", None)):
+        raise ValueError(f"save: the file object {_describe(f)} has no write method; open "
+                         f"it with open(path, 'wb') or use io.BytesIO()")
+    writable = getattr(f, "writable", None)
+    if getattr(f, "closed", False) is True or (callable(writable) and not writable()):
+        state = "closed" if getattr(f, "closed", False) is True else "not open for writing"
+        raise ValueError(f"save: the file object {_describe(f)} is {state}; open it with "
+                         f"open(path, 'wb') or use io.BytesIO()")
 
 
 # ------------------------------------------------------------------------- decoding
@@ -586,11 +720,39 @@ class _Decoder:
     """
 
     def __init__(self, members: dict[str, zipfile.ZipInfo], path: str,
-                 reader: Callable[[zipfile.ZipInfo, tuple], np.ndarray] | None) -> None:
+                 reader: Callable[[zipfile.ZipInfo, tuple], np.ndarray] | None,
+                 place: Callable[[str, tuple], str]) -> None:
         self.members = members
         self.path = path
         self.reader = reader
+        self.place = place  # saved device, where -> the device to load a tensor onto
         self.used: set[str] = set()
+
+    def _tensor(self, node: dict, where: tuple) -> Any:
+        """A Tensor (or Parameter) entry: its array, on the device ``map_location`` gives."""
+        saved_device, requires_grad = node["device"], node["requires_grad"]
+        if not isinstance(saved_device, str) or not isinstance(requires_grad, bool):
+            raise ValueError(f"load: {self.path!r} has a malformed manifest at "
+                             f"{_where(where)}: a tensor needs a device name and a "
+                             f"requires_grad flag")
+        device = self.place(saved_device, where)
+        arr = self._array(node["ref"], where)
+        if self.reader is None:
+            return arr
+        if arr.dtype.kind not in "biuf" or requires_grad and arr.dtype.kind != "f":
+            raise ValueError(f"load: {self.path!r} is damaged: the tensor at {_where(where)} "
+                             f"has dtype {arr.dtype} (requires_grad={requires_grad})")
+        if device != "cpu":
+            arr = to_device(arr, device)
+        if node["t"] == "parameter":
+            from .nn.module import Parameter  # nn sits above this module
+
+            tensor = Parameter._wrap(arr)
+        else:
+            tensor = Tensor._wrap(arr)
+        if requires_grad:
+            tensor.requires_grad_(True)
+        return tensor
 
     def _array(self, ref: Any, where: tuple) -> np.ndarray:
         info = self.members.get(ref + ".npy") if isinstance(ref, str) else None
@@ -621,6 +783,8 @@ class _Decoder:
                 return str(node["v"])
             if t == "array":
                 return self._array(node["ref"], where)
+            if t in ("tensor", "parameter"):
+                return self._tensor(node, where)
             if t == "scalar":
                 return self._array(node["ref"], where)[()]
             if t in ("dict", "odict"):
@@ -787,59 +951,220 @@ def _check_size(path: str, infos: list[zipfile.ZipInfo], limit: int | None, rule
     )
 
 
-def load(path: str | os.PathLike, *, max_bytes: int | str | None = "auto") -> Any:
+def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_module: Any = None,
+         *, weights_only: bool | None = True, mmap: bool | None = None,
+         max_bytes: int | str | None = "auto", **pickle_load_args: Any) -> Any:
     """Read a checkpoint written by :func:`save`; returns the saved object.
 
-    Arrays come back as NumPy (host) arrays with the saved dtype, shape and bytes (Tensors
-    and device arrays were saved as host arrays); dicts come back in the saved key order
-    and type (``dict`` or ``OrderedDict``, as ``state_dict()`` returns), tuples as tuples.
-    Load a model with ``model.load_state_dict(tr.load(path))``, on any device.
+    Called as ``torch.load(f, map_location=..., weights_only=True)``. Tensors and Parameters
+    come back as Tensors and Parameters with their dtype, shape, bytes and
+    ``requires_grad`` (as leaves), on the device ``map_location`` gives; NumPy arrays and
+    scalars come back as NumPy (device arrays were saved as host arrays and load as NumPy);
+    dicts come back in the saved key order and type (``dict`` or ``OrderedDict``, as
+    ``state_dict()`` returns), tuples as tuples. Restore a model with
+    ``model.load_state_dict(tr.load(f))``, on any device.
 
     Parameters
     ----------
-    path : str or path-like
-        A regular file (a symlink to one is fine).
+    f : str, path-like or binary file object
+        A regular file (a symlink to one is fine), or a file object opened for reading in
+        binary mode (``open(path, 'rb')``, :class:`io.BytesIO`) holding the checkpoint from
+        its current position to its end (it must be seekable).
+    map_location : None, str, device or dict
+        Where Tensors go. ``None``: the device each was saved from (a RuntimeError when it
+        is not available here, e.g. ``'cuda'`` without a GPU: pass ``map_location='cpu'``).
+        A device name the package knows, ``'cpu'``, ``'cuda'`` (``'cuda:0'``) or
+        ``'standin'``, or an object whose ``str()`` is one (a ``torch.device``): every
+        Tensor goes there. A dict from saved device names to device names
+        (``{'cuda:0': 'cpu'}``): Tensors saved on a listed device go to its value, others
+        stay. Torch's callables ``fn(storage, location)`` are refused (there are no
+        storages here), as are unknown devices (``'mps'``, ``'cuda:1'``).
+    pickle_module : None
+        torch's argument; only ``None`` is accepted (nothing is unpickled).
+    weights_only : bool or None
+        ``True`` (the default) or ``None`` (torch's default, which means ``True`` since torch
+        2.6): a checkpoint only ever holds tensors, arrays, numbers, strings and containers.
+        ``False``, which lets torch unpickle arbitrary objects (and run their code), is
+        refused: this package never unpickles.
+    mmap : bool or None
+        torch's argument; ``None`` or ``False`` (arrays are read into memory). ``True`` is
+        refused.
     max_bytes : int, 'auto' or None
         The most bytes the archive's members may declare, uncompressed, all together; checked
         before anything is allocated. ``'auto'`` (the default) allows
         ``max(DEFAULT_MAX_BYTES, MAX_EXPANSION * file size)`` (256 MiB or 16 times the file,
-        whichever is more; see the module docstring), ``None`` means no limit.
+        whichever is more; see the module docstring), ``None`` means no limit. Keyword only
+        (torch has no such argument).
+    **pickle_load_args
+        torch passes these (``encoding=``, ...) to pickle; any is refused (TypeError).
 
     Raises
     ------
     FileNotFoundError
-        ``path`` does not exist.
+        The path does not exist.
     TypeError
-        ``path`` is not a str or path-like; ``max_bytes`` is not an int, 'auto' or None.
+        ``f`` is neither a path nor a file object, or a file object in text mode;
+        ``max_bytes`` is not an int, 'auto' or None; ``weights_only`` or ``mmap`` is not a
+        bool or None; ``map_location`` is a callable or of another type; a pickle argument.
     ValueError
-        The file is not a regular file (a directory, FIFO, socket or device: refused without
-        opening it), a pickle, a foreign ``.npz``/``.npy`` (or torch zip) file, truncated or
-        corrupt, from a newer format version, holds an object array, holds duplicate members
-        or members the manifest does not account for, or declares more than ``max_bytes``.
-        Nothing in the file is ever executed.
+        ``weights_only=False``, ``mmap=True``, a ``pickle_module``, an unknown device in
+        ``map_location``; a file object that is not readable or not seekable. The file is not
+        a regular file (a directory, FIFO, socket or device: refused without opening it), a
+        pickle, a foreign ``.npz``/``.npy`` (or torch zip) file, truncated or corrupt, from a
+        newer format version, holds an object array, holds duplicate members or members the
+        manifest does not account for, or declares more than ``max_bytes``. Nothing in the
+        file is ever executed.
+    RuntimeError
+        A Tensor would go to a device that is not available (``'cuda'`` without CuPy or a
+        GPU); nothing is returned then.
 
     Notes
     -----
     The time taken is linear in the number of arrays (one look-up in a dict per array).
     """
+    _check_load_options(map_location, pickle_module, weights_only, mmap, pickle_load_args)
+    place = _placement(map_location)
+    if _is_file_object(f):
+        name = _describe(f)
+        stream = _readable_stream(f, name)
+        stream.seek(0, io.SEEK_END)
+        size = stream.tell()
+        stream.seek(0)
+        limit, rule = _byte_limit(max_bytes, size)
+        return _load_stream(stream, name, limit, rule, place)
     try:
-        path = os.fsdecode(os.fspath(path))
+        path = os.fsdecode(os.fspath(f))
     except TypeError:
-        raise TypeError(f"load: path must be a str or path-like, got {type(path).__name__} "
-                        f"{path!r}") from None
-    with _open_regular(path) as f:
-        limit, rule = _byte_limit(max_bytes, os.fstat(f.fileno()).st_size)
-        _check_header(f, path)
+        raise TypeError(f"load: f must be a path (str or path-like) or a binary file object, "
+                        f"got {type(f).__name__} {f!r}") from None
+    with _open_regular(path) as stream:
+        limit, rule = _byte_limit(max_bytes, os.fstat(stream.fileno()).st_size)
+        return _load_stream(stream, path, limit, rule, place)
+
+
+def _load_stream(stream: IO[bytes], path: str, limit: int | None, rule: str,
+                 place: Callable[[str, tuple], str]) -> Any:
+    """Read the archive that ``stream`` holds from position 0 to its end."""
+    _check_header(stream, path)
+    try:
+        zf = zipfile.ZipFile(stream)
+    except Exception as err:  # BadZipFile, EOFError, OSError, ...
+        raise ValueError(f"load: {path!r} is corrupt or truncated (cannot read the zip "
+                         f"archive: {type(err).__name__}: {err})") from err
+    with zf:
+        return _load_archive(zf, path, limit, rule, place)
+
+
+def _check_load_options(map_location: Any, pickle_module: Any, weights_only: Any, mmap: Any,
+                        pickle_load_args: dict[str, Any]) -> None:
+    """Refuse torch's load options that would need pickle (see :func:`load`)."""
+    if pickle_load_args:
+        names = ", ".join(sorted(pickle_load_args))
+        raise TypeError(f"load: unexpected keyword arguments ({names}); torch passes these "
+                        f"to pickle, and tinygrad_rnn never unpickles")
+    _check_pickle_module("load", pickle_module)
+    if weights_only is not None and not isinstance(weights_only, (bool, np.bool_)):
+        raise TypeError(f"load: weights_only must be True, False or None, got "
+                        f"{type(weights_only).__name__} {weights_only!r}")
+    if weights_only is not None and not weights_only:
+        raise ValueError(
+            "load: weights_only=False is not supported: it lets torch unpickle arbitrary "
+            "objects (running their code), and tinygrad_rnn never unpickles. A checkpoint "
+            "here holds only tensors, arrays, numbers, strings and containers, which "
+            "weights_only=True (the default) loads"
+        )
+    if mmap is not None and not isinstance(mmap, (bool, np.bool_)):
+        raise TypeError(f"load: mmap must be a bool or None, got {type(mmap).__name__} "
+                        f"{mmap!r}")
+    if mmap:
+        raise ValueError("load: mmap=True is not supported: the arrays are read into memory "
+                         "(leave mmap out)")
+    if callable(map_location) and not isinstance(map_location, type):
+        raise TypeError(
+            "load: map_location as a function (torch's fn(storage, location)) is not "
+            "supported: there are no storages here. Pass a device name ('cpu', 'cuda', "
+            "'standin') or a dict from saved device names to device names"
+        )
+
+
+def _device_name(value: Any, what: str) -> str:
+    """A device name from ``map_location`` (a str, or an object whose ``str()`` is one, such
+    as a ``torch.device``) as ``'cpu'``, ``'cuda'`` or ``'standin'``."""
+    if isinstance(value, (bytes, int, float, list, tuple, set)) or value is None:
+        raise TypeError(f"load: {what} must be a device name such as 'cpu', 'cuda' or "
+                        f"'standin', got {type(value).__name__} {value!r}")
+    try:
+        return normalize_device(value if isinstance(value, str) else str(value))
+    except ValueError:
+        raise ValueError(f"load: {what} names the unknown device {value!r}; tinygrad_rnn "
+                         f"knows 'cpu', 'cuda' (or 'cuda:0') and 'standin'") from None
+
+
+def _placement(map_location: Any) -> Callable[[str, tuple], str]:
+    """The device each Tensor goes to, as a function of its saved device (and location, for
+    the messages); ``map_location`` is checked here, before the file is opened."""
+    if map_location is None:
+        table: dict[str, str] = {}
+        fixed = None
+    elif isinstance(map_location, Mapping):
+        table = {_device_name(k, "a key of map_location"):
+                 _device_name(v, f"map_location[{k!r}]") for k, v in map_location.items()}
+        fixed = None
+    else:
+        table, fixed = {}, _device_name(map_location, "map_location")
+    available: dict[str, str | None] = {}
+
+    def place(saved: str, where: tuple) -> str:
         try:
-            zf = zipfile.ZipFile(f)
-        except Exception as err:  # BadZipFile, EOFError, OSError, ...
-            raise ValueError(f"load: {path!r} is corrupt or truncated (cannot read the zip "
-                             f"archive: {type(err).__name__}: {err})") from err
-        with zf:
-            return _load_archive(zf, path, limit, rule)
+            saved = normalize_device(saved)
+        except ValueError:
+            raise ValueError(f"load: the tensor at {_where(where)} names an unknown device "
+                             f"{saved!r} (a damaged or foreign checkpoint)") from None
+        device = fixed if fixed is not None else table.get(saved, saved)
+        if device not in available:
+            try:
+                module_for_device(device)
+                available[device] = None
+            except RuntimeError as err:
+                available[device] = str(err)
+        if available[device] is not None:
+            how = ("map_location" if fixed is not None or saved in table
+                   else "it was saved there, and map_location=None keeps it there")
+            raise RuntimeError(
+                f"load: the tensor at {_where(where)} would load on {device!r} ({how}), "
+                f"which is not available: {available[device]}. Pass map_location='cpu' "
+                f"to load every tensor on the CPU"
+            )
+        return device
+
+    return place
 
 
-def _load_archive(zf: zipfile.ZipFile, path: str, limit: int | None, rule: str) -> Any:
+def _readable_stream(f: Any, name: str) -> IO[bytes]:
+    """``f`` checked to be a readable, seekable binary file object, positioned so that the
+    checkpoint starts at 0 (the rest of the file is copied into memory when ``f`` is not at
+    its start, as a zip archive is located from its end)."""
+    mode = getattr(f, "mode", None)
+    if isinstance(f, io.TextIOBase) or isinstance(mode, str) and "b" not in mode:
+        raise TypeError(f"load: the file object {name} is open in text mode; open it with "
+                        f"open(path, 'rb')")
+    if getattr(f, "closed", False) is True:
+        raise ValueError(f"load: the file object {name} is closed")
+    readable, seekable = getattr(f, "readable", None), getattr(f, "seekable", None)
+    if not callable(getattr(f, "read", None)) or callable(readable) and not readable():
+        raise ValueError(f"load: the file object {name} is not open for reading; open it with "
+                         f"open(path, 'rb')")
+    if not callable(getattr(f, "seek", None)) or callable(seekable) and not seekable():
+        raise ValueError(f"load: the file object {name} is not seekable (a zip archive is "
+                         f"read from its end); read it into memory first, e.g. "
+                         f"tr.load(io.BytesIO(f.read()))")
+    if f.tell() != 0:
+        return io.BytesIO(f.read())
+    return f
+
+
+def _load_archive(zf: zipfile.ZipFile, path: str, limit: int | None, rule: str,
+                  place: Callable[[str, tuple], str]) -> Any:
     members: dict[str, zipfile.ZipInfo] = {}
     for info in zf.infolist():
         if info.filename in members:
@@ -874,7 +1199,7 @@ def _load_archive(zf: zipfile.ZipFile, path: str, limit: int | None, rule: str) 
             f"tinygrad_rnn reads up to version {FORMAT_VERSION} (upgrade tinygrad_rnn)"
         )
     # pass 1: the whole tree is checked and every member accounted for, nothing read yet
-    plan = _Decoder(members, path, reader=None)
+    plan = _Decoder(members, path, reader=None, place=place)
     plan.decode(manifest.get("tree"), ())
     listed = {ref + ".npy" for ref in plan.used}
     extra = [name for name in members if name not in listed and name != MANIFEST + ".npy"]
@@ -884,4 +1209,4 @@ def _load_archive(zf: zipfile.ZipFile, path: str, limit: int | None, rule: str) 
                          f"({shown}); not a checkpoint tr.save wrote")
     _check_size(path, [manifest_info] + [members[name] for name in listed], limit, rule)
     # pass 2: read the arrays
-    return _Decoder(members, path, reader=reader).decode(manifest.get("tree"), ())
+    return _Decoder(members, path, reader=reader, place=place).decode(manifest.get("tree"), ())
