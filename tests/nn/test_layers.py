@@ -304,7 +304,7 @@ def test_dropout_edge_probabilities():
     with pytest.raises(ValueError, match="p must be"):
         nn.Dropout(1.5)
     assert nn.Dropout(0.25).num_parameters() == 0
-    assert repr(nn.Dropout(0.25)) == "Dropout(p=0.25)"
+    assert repr(nn.Dropout(0.25)) == "Dropout(p=0.25, inplace=False)"  # torch's repr
 
 
 # ------------------------------------------------------------------------- containers

@@ -8,14 +8,23 @@ torch, ``tr.nn.functional`` (torch.nn.functional's names and signatures, built o
 from __future__ import annotations
 
 from . import functional, init, utils
-from .layers import (
-    Dropout, Embedding, Identity, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh,
+from .activation import (
+    ELU, GELU, Flatten, LeakyReLU, LogSigmoid, LogSoftmax, SiLU, Softmax, Softplus, Unflatten,
 )
-from .module import IncompatibleKeys, Module, Parameter
+from .layers import (
+    Dropout, Embedding, Identity, Linear, ModuleDict, ModuleList, ReLU, Sequential, Sigmoid,
+    Tanh,
+)
+from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import IncompatibleKeys, Module, Parameter, RemovableHandle
 
 __all__ = [
-    "Module", "Parameter", "IncompatibleKeys", "Linear", "Embedding", "Dropout", "Sequential",
-    "ModuleList", "Tanh", "ReLU", "Sigmoid", "Identity", "init", "utils", "functional",
+    "Module", "Parameter", "IncompatibleKeys", "RemovableHandle", "Linear", "Embedding",
+    "Dropout", "Sequential", "ModuleList", "ModuleDict", "Tanh", "ReLU", "Sigmoid",
+    "Identity", "init", "utils", "functional",
+    "Softmax", "LogSoftmax", "GELU", "LeakyReLU", "Softplus", "LogSigmoid", "ELU", "SiLU",
+    "Flatten", "Unflatten",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss",
 ]
 
 # Recurrent cells and layers (attention comes with the encoder-decoder work)

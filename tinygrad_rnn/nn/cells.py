@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module
-from ..engine import no_grad
+from ..backend import get_array_module
+from ..engine import no_grad, record_scope
 from ..random import get_generator
 from ..tensor import Tensor, split
-from .layers import _finite, _flag, _float_dtype, _size, as_input
+from .layers import _finite, _flag, _float_dtype, _size, as_input, place
 from .module import Module, Parameter
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn_step", "gru_step", "lstm_step"]
@@ -125,6 +125,24 @@ def _uniform(shape: tuple, bound: float, rng: np.random.Generator, dtype: Any) -
     return Parameter(rng.uniform(-bound, bound, size=shape).astype(dtype))
 
 
+class _CallScope:
+    """The ``record_scope`` label of one call of a cell ("LSTMCell") or of one layer and
+    direction of a recurrent layer on the autograd engine ("LSTM layer 0"): tr.viz.graph
+    draws the ops recorded under it as one cluster. Labels are compared by identity, not by
+    text, so two calls (one step after another, an encoder and a decoder) are two clusters."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"_CallScope({self.text!r})"
+
+
 class _CellBase(Module):
     gates = 1
 
@@ -205,19 +223,21 @@ class RNNCell(_CellBase):
     gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: str = "tanh", dtype: Any = DEFAULT_FLOAT,
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None, *,
                  generator: Any = None) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got "
                              f"{nonlinearity!r}")
         self.nonlinearity = nonlinearity
         super().__init__(input_size, hidden_size, bias, dtype, generator)
+        place(self, device)
 
     def forward(self, input: Any, hx: Any = None) -> Tensor:
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h = self._state(hx, x, unbatched)
-        xw = F.linear(x, self.weight_ih, self.bias_ih)
-        h = rnn_step(xw, h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
+            xw = F.linear(x, self.weight_ih, self.bias_ih)
+            h = rnn_step(xw, h, self.weight_hh, self.bias_hh, self.nonlinearity)
         return h.reshape(-1) if unbatched else h
 
     def extra_repr(self) -> str:
@@ -242,18 +262,20 @@ class GRUCell(_CellBase):
     gates = 3
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 reset: str = "after", dtype: Any = DEFAULT_FLOAT,
+                 device: Any = None, dtype: Any = None, *, reset: str = "after",
                  generator: Any = None) -> None:
         if reset not in ("after", "before"):
             raise ValueError(f"GRUCell: reset must be 'after' or 'before', got {reset!r}")
         self.reset = reset
         super().__init__(input_size, hidden_size, bias, dtype, generator)
+        place(self, device)
 
     def forward(self, input: Any, hx: Any = None) -> Tensor:
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h = self._state(hx, x, unbatched)
-        xw = F.linear(x, self.weight_ih, self.bias_ih)
-        h = gru_step(xw, h, self.weight_hh, self.bias_hh, self.reset)
+        with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
+            xw = F.linear(x, self.weight_ih, self.bias_ih)
+            h = gru_step(xw, h, self.weight_hh, self.bias_hh, self.reset)
         return h.reshape(-1) if unbatched else h
 
     def extra_repr(self) -> str:
@@ -275,8 +297,9 @@ class LSTMCell(_CellBase):
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 peephole: bool = False, coupled: bool = False, forget_bias: float = 0.0,
-                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+                 device: Any = None, dtype: Any = None, *, peephole: bool = False,
+                 coupled: bool = False, forget_bias: float = 0.0,
+                 generator: Any = None) -> None:
         peephole = _flag(peephole, "peephole", "LSTMCell")
         coupled = _flag(coupled, "coupled", "LSTMCell")
         forget_bias = _finite(forget_bias, "forget_bias", "LSTMCell")
@@ -288,14 +311,17 @@ class LSTMCell(_CellBase):
             self.weight_ch = None
         if forget_bias and bias:
             _set_forget_bias(self.bias_ih, self.bias_hh, hidden_size, forget_bias, coupled)
+        place(self, device)
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Tensor]:
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h0, c0 = _lstm_state_pair("LSTMCell", hx)
         h = self._state(h0, x, unbatched, "h_0")
         c = self._state(c0, x, unbatched, "c_0")
-        xw = F.linear(x, self.weight_ih, self.bias_ih)
-        h, c = lstm_step(xw, h, c, self.weight_hh, self.bias_hh, self.weight_ch, self.coupled)
+        with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
+            xw = F.linear(x, self.weight_ih, self.bias_ih)
+            h, c = lstm_step(xw, h, c, self.weight_hh, self.bias_hh, self.weight_ch,
+                             self.coupled)
         if unbatched:
             return h.reshape(-1), c.reshape(-1)
         return h, c

@@ -24,24 +24,26 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module, is_float_dtype, to_device
+from ..backend import (
+    DEFAULT_FLOAT, get_array_module, get_default_dtype, is_float_dtype, to_device,
+)
 from ..random import get_generator
 from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
 
 __all__ = [
-    "Linear", "Embedding", "Dropout", "Sequential", "ModuleList", "Tanh", "ReLU", "Sigmoid",
-    "Identity",
+    "Linear", "Embedding", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Tanh", "ReLU",
+    "Sigmoid", "Identity",
 ]
 
 
 def _float_dtype(dtype: Any, layer: str) -> np.dtype:
     """``dtype`` as a NumPy floating-point dtype; a TypeError naming ``layer`` otherwise.
-    None means the default, ``DEFAULT_FLOAT`` (float32), as in torch (``np.dtype(None)``
-    alone would be float64)."""
+    None means the default, ``tr.get_default_dtype()`` (float32 unless changed), as in torch
+    (``np.dtype(None)`` alone would be float64)."""
     try:
-        dt = np.dtype(DEFAULT_FLOAT if dtype is None else dtype)
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
     except TypeError:
         raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dtype!r}") from None
     if not is_float_dtype(dt):
@@ -116,6 +118,14 @@ def _generator(generator: Any, owner: str) -> np.random.Generator:
         return get_generator(generator)
     raise TypeError(f"{owner}: generator must be an int seed, a numpy.random.Generator or "
                     f"None, got {generator!r} ({type(generator).__name__})")
+
+
+def place(module: Module, device: Any) -> None:
+    """Move a freshly built ``module`` to ``device`` (torch's ``device=`` constructor
+    argument): None leaves it on the host, where every layer draws its initial values, so
+    a seed gives the same numbers on every device."""
+    if device is not None:
+        module.to(device)
 
 
 def as_input(x: Any, name: str, owner: str) -> Tensor:
@@ -201,6 +211,15 @@ def check_input_dtype(owner: str, name: str, x: Any, dtype: np.dtype) -> None:
                     f"{dtype} ({fix})")
 
 
+def _torch_default(owner: str, name: str, value: Any, default: Any) -> None:
+    """A NotImplementedError naming ``owner`` and ``name`` unless ``value`` is torch's
+    default ``default``: an option of the torch layer that this library does not provide
+    (refused, never ignored)."""
+    if value is not default and value != default:
+        raise NotImplementedError(f"{owner}: {name}={value!r} is not supported by "
+                                  f"tinygrad_rnn (only the default {name}={default!r})")
+
+
 def _dtype_note(dtype: np.dtype) -> str:
     """``', dtype=float64'`` for a non-default dtype, for ``extra_repr``."""
     return "" if dtype == np.dtype(DEFAULT_FLOAT) else f", dtype={dtype}"
@@ -215,10 +234,12 @@ class Linear(Module):
     in_features, out_features : int
     bias : bool
         Learn an additive bias (default True); without it ``self.bias`` is None.
-    dtype : float dtype
-        Default float32.
+    device : str, optional
+        Where the parameters live (built on the host, then moved; default the host).
+    dtype : float dtype, optional
+        Default ``tr.get_default_dtype()`` (float32 unless changed), as in torch.
     generator : int, numpy Generator or None
-        Source of the initial values.
+        Source of the initial values (keyword only; torch draws from its global generator).
 
     Attributes
     ----------
@@ -240,7 +261,7 @@ class Linear(Module):
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+                 device: Any = None, dtype: Any = None, *, generator: Any = None) -> None:
         super().__init__()
         in_features = _size(in_features, "in_features", "Linear", minimum=0)
         out_features = _size(out_features, "out_features", "Linear", minimum=0)
@@ -256,6 +277,7 @@ class Linear(Module):
             init.uniform_(self.bias, -k, k, generator=rng)
         else:
             self.register_parameter("bias", None)
+        place(self, device)
 
     def forward(self, x: Tensor) -> Tensor:
         x = as_input(x, "input", "Linear")
@@ -282,7 +304,10 @@ class Embedding(Module):
     padding_idx : int, optional
         This row is initialised to zeros and never receives a gradient (a padding token).
         Negative values count from the end, as in torch.
-    dtype, generator
+    max_norm, norm_type, scale_grad_by_freq, sparse
+        torch's options; only their defaults are supported (anything else is a
+        NotImplementedError naming the option).
+    device, dtype, generator
         As for :class:`Linear`.
 
     Attributes
@@ -301,9 +326,16 @@ class Embedding(Module):
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int,
-                 padding_idx: int | None = None, *, dtype: Any = DEFAULT_FLOAT,
-                 generator: Any = None, _weight: Any = None) -> None:
+                 padding_idx: int | None = None, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Any = None, _freeze: bool = False,
+                 device: Any = None, dtype: Any = None, *, generator: Any = None) -> None:
         super().__init__()
+        _torch_default("Embedding", "max_norm", max_norm, None)
+        _torch_default("Embedding", "scale_grad_by_freq", scale_grad_by_freq, False)
+        _torch_default("Embedding", "sparse", sparse, False)
+        _finite(norm_type, "norm_type", "Embedding")
+        _freeze = _flag(_freeze, "_freeze", "Embedding")
         num_embeddings = _size(num_embeddings, "num_embeddings", "Embedding", minimum=0)
         embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding", minimum=0)
         if padding_idx is not None:
@@ -330,13 +362,22 @@ class Embedding(Module):
                     f"{(num_embeddings, embedding_dim)}"
                 )
             _float_dtype(data.dtype, "Embedding")
-            self.weight = Parameter(data)
+            self.weight = Parameter(data, requires_grad=not _freeze)
+        place(self, device)
 
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: bool = True,
-                        padding_idx: int | None = None) -> "Embedding":
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> "Embedding":
         """An Embedding holding a copy of ``embeddings`` (V, E) in its dtype; with ``freeze``
-        the weight does not require a gradient. The padding row is kept as given."""
+        the weight does not require a gradient. The padding row is kept as given. The
+        other options are torch's; only their defaults are supported."""
+        freeze = _flag(freeze, "freeze", "Embedding.from_pretrained")
+        for name, value, default in (("max_norm", max_norm, None),
+                                     ("scale_grad_by_freq", scale_grad_by_freq, False),
+                                     ("sparse", sparse, False)):
+            _torch_default("Embedding.from_pretrained", name, value, default)
         data = _table_data(embeddings)
         if data.ndim != 2:
             raise ValueError(
@@ -369,6 +410,9 @@ class Dropout(Module):
     ----------
     p : float
         Drop probability in [0, 1].
+    inplace : bool
+        Write the result into the input (``input.copy_(result)``, recorded in the graph) and
+        return the input, as torch's ``inplace=True``.
     generator : int, numpy Generator or None
         Each Dropout owns its generator: made from the seed when an int is given, used as is
         when a Generator is given, and otherwise spawned from the default generator when the
@@ -380,9 +424,11 @@ class Dropout(Module):
     y = x * m / (1 - p) with m ~ Bernoulli(1 - p) per entry; dL/dx = G * m / (1 - p).
     """
 
-    def __init__(self, p: float = 0.5, generator: Any = None) -> None:
+    def __init__(self, p: float = 0.5, inplace: bool = False, *,
+                 generator: Any = None) -> None:
         super().__init__()
         self.p = _probability(p, "p", "Dropout")
+        self.inplace = _flag(inplace, "inplace", "Dropout")
         if generator is None:
             default = get_generator(None)
             try:
@@ -393,10 +439,22 @@ class Dropout(Module):
             self.generator = get_generator(generator)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.training, generator=self.generator)
+        y = F.dropout(x, self.p, self.training, generator=self.generator)
+        return _write_back("Dropout", x, y) if self.inplace and y is not x else y
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+def _write_back(owner: str, x: Any, y: Tensor) -> Tensor:
+    """``x`` after ``x.copy_(y)``: an ``inplace=True`` layer (recorded in the graph like
+    torch's in-place ops; a leaf that requires a gradient is refused, as in torch)."""
+    if not isinstance(x, Tensor):
+        return y
+    if x.is_leaf and x.requires_grad:
+        raise RuntimeError(f"{owner}(inplace=True): the input is a leaf that requires a "
+                           f"gradient, which cannot be written in place (as in torch)")
+    return x.copy_(y)
 
 
 # ------------------------------------------------------------------------- containers
@@ -503,6 +561,74 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
 
+class ModuleDict(Module):
+    """Sub-modules by name, like ``torch.nn.ModuleDict``: registered under their keys (in
+    insertion order), so ``state_dict`` keys are ``'<key>.weight'``. Supports indexing,
+    ``in``, ``len``, iteration over the keys, ``keys``/``values``/``items``, ``update``,
+    ``pop`` and ``clear``. It has no forward."""
+
+    def __init__(self, modules: Any = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        if key not in self._modules:
+            raise KeyError(f"ModuleDict has no module {key!r} (keys: {list(self._modules)})")
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Iterable[str]:
+        return self._modules.keys()
+
+    def values(self) -> Iterable[Module]:
+        return self._modules.values()
+
+    def items(self) -> Iterable[tuple[str, Module]]:
+        return self._modules.items()
+
+    def pop(self, key: str) -> Module:
+        module = self[key]
+        del self._modules[key]
+        return module
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def update(self, modules: Any) -> None:
+        """Add ``modules``: a mapping (or ModuleDict) of name -> module, or an iterable of
+        (name, module) pairs; a TypeError names ModuleDict for anything else."""
+        if isinstance(modules, (dict, ModuleDict)) or hasattr(modules, "items"):
+            pairs = list(modules.items())
+        else:
+            try:
+                pairs = [tuple(pair) for pair in modules]
+            except TypeError:
+                raise TypeError(f"ModuleDict.update: modules must be a mapping or an iterable "
+                                f"of (name, module) pairs, got {type(modules).__name__}"
+                                ) from None
+            for pair in pairs:
+                if len(pair) != 2:
+                    raise ValueError(f"ModuleDict.update: each element must be a (name, "
+                                     f"module) pair, got one of length {len(pair)}")
+        for key, module in pairs:
+            self.add_module(key, module)
+
+
 # ------------------------------------------------------------------------- activations
 class Tanh(Module):
     """Elementwise tanh; derivative 1 - tanh(x)^2 (see ``tr.functional.tanh``)."""
@@ -512,10 +638,19 @@ class Tanh(Module):
 
 
 class ReLU(Module):
-    """Elementwise max(x, 0); derivative 1[x > 0] (0 at 0)."""
+    """Elementwise max(x, 0); derivative 1[x > 0] (0 at 0). ``inplace=True`` writes the
+    result into the input (see :class:`Dropout`)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = _flag(inplace, "inplace", "ReLU")
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+        y = F.relu(x)
+        return _write_back("ReLU", x, y) if self.inplace else y
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Sigmoid(Module):

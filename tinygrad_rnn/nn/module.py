@@ -28,6 +28,8 @@ Example
 """
 from __future__ import annotations
 
+import itertools
+import math
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
@@ -39,7 +41,7 @@ from ..backend import (
 from ..engine import no_grad
 from ..tensor import Tensor
 
-__all__ = ["Parameter", "Module", "IncompatibleKeys"]
+__all__ = ["Parameter", "Module", "IncompatibleKeys", "RemovableHandle"]
 
 
 class Parameter(Tensor):
@@ -80,6 +82,32 @@ class Parameter(Tensor):
         flag = ", requires_grad=True" if self.requires_grad else ", requires_grad=False"
         where = f", device={self.device!r}" if self.device != "cpu" else ""
         return f"Parameter({body}, dtype={self.dtype}{where}{flag})"
+
+
+class RemovableHandle:
+    """What the ``register_*_hook`` methods return: ``handle.remove()`` unregisters the
+    hook (a second call does nothing); as a context manager it removes the hook on exit."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: "OrderedDict[int, Any]") -> None:
+        self._hooks = hooks
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def _check_hook(where: str, hook: Any) -> None:
+    """A TypeError naming ``where`` unless ``hook`` is callable."""
+    if not callable(hook):
+        raise TypeError(f"{where}: hook must be callable, got {type(hook).__name__}")
 
 
 class IncompatibleKeys(NamedTuple):
@@ -131,13 +159,88 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        # hook id -> (hook, with_kwargs); see register_forward_pre_hook / _hook
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
 
     # ---------------------------------------------------------------- calling
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        """Run the forward pre-hooks, :meth:`forward` and the forward hooks, as torch."""
+        pre_hooks = self.__dict__.get("_forward_pre_hooks")
+        hooks = self.__dict__.get("_forward_hooks")
+        if not pre_hooks and not hooks:
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(pre_hooks.values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            f"{type(self).__name__}: a forward pre-hook registered with "
+                            f"with_kwargs=True must return None or (args, kwargs), got "
+                            f"{type(result).__name__}")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(hooks.values()):
+            result = hook(self, args, kwargs, output) if with_kwargs else hook(self, args,
+                                                                               output)
+            if result is not None:
+                output = result
+        return output
+
+    def _add_hook(self, registry: str, where: str, hook: Any, prepend: Any,
+                  with_kwargs: Any) -> RemovableHandle:
+        _check_hook(where, hook)
+        _check_bool(where, "prepend", prepend)
+        _check_bool(where, "with_kwargs", with_kwargs)
+        self._check_initialised("hooks")
+        hooks = self.__dict__[registry]
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = (hook, bool(with_kwargs))
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` before every forward; a non-None result replaces the
+        positional arguments (a single value is wrapped in a tuple). With ``with_kwargs``
+        the hook is ``hook(module, args, kwargs)`` and may return ``(args, kwargs)``.
+        ``prepend`` runs it before the hooks registered earlier. Returns a
+        :class:`RemovableHandle`."""
+        return self._add_hook("_forward_pre_hooks", "register_forward_pre_hook", hook,
+                              prepend, with_kwargs)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` after every forward (``hook(module, args,
+        kwargs, output)`` with ``with_kwargs``); a non-None result replaces the output.
+        The output is the Tensor of the graph, so ``output.register_hook`` can watch its
+        gradient. ``always_call`` (run even when forward raised) is not supported. Returns
+        a :class:`RemovableHandle`."""
+        _check_bool("register_forward_hook", "always_call", always_call)
+        if always_call:
+            raise NotImplementedError("register_forward_hook: always_call=True is not "
+                                      "supported by tinygrad_rnn")
+        return self._add_hook("_forward_hooks", "register_forward_hook", hook, prepend,
+                              with_kwargs)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> Any:
+        """Not supported: register a hook on the output tensor instead (a forward hook that
+        calls ``output.register_hook(fn)`` sees dL/doutput)."""
+        raise NotImplementedError(
+            "register_full_backward_hook is not supported by tinygrad_rnn; use a forward "
+            "hook that calls output.register_hook(fn) to see the gradient of the output")
+
+    register_backward_hook = register_full_backward_hook
 
     # ---------------------------------------------------------------- registration
     def _check_initialised(self, what: str) -> None:
@@ -338,8 +441,25 @@ class Module:
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         """Number of scalar parameters (shared parameters counted once)."""
-        return sum(p.size for p in self.parameters()
+        return sum(math.prod(p.shape) for p in self.parameters()
                    if p.requires_grad or not trainable_only)
+
+    def get_parameter(self, target: str) -> "Parameter":
+        """The parameter at dotted path ``target`` (``'encoder.weight'``)."""
+        return self._get_member(target, "_parameters", "parameter")
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target``."""
+        return self._get_member(target, "_buffers", "buffer")
+
+    def _get_member(self, target: str, registry: str, kind: str) -> Any:
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        members = getattr(module, registry)
+        if name not in members:
+            raise AttributeError(f"{type(module).__name__} has no {kind} {name!r} (target "
+                                 f"{target!r})")
+        return members[name]
 
     # ---------------------------------------------------------------- state
     def _state_modules(self, prefix: str) -> Iterator[tuple[str, "Module"]]:
@@ -529,7 +649,8 @@ class Module:
             else:
                 p.grad[...] = 0
 
-    def to(self, *args: Any, device: str | None = None, dtype: Any = None) -> "Module":
+    def to(self, *args: Any, device: Any = None, dtype: Any = None,
+           non_blocking: bool = False) -> "Module":
         """Move and/or convert every parameter and buffer in place; returns self.
 
         ``to('cuda')``, ``to('standin')``, ``to('cpu')``, ``to(np.float64)``,
@@ -540,9 +661,18 @@ class Module:
         move is an explicit copy (``backend.to_device``). Every argument is checked before
         anything moves: an unknown device, or ``'cuda'`` without CuPy or without a GPU
         (the RuntimeError says which), leaves the module as it was.
+
+        As torch, a device may be given as a device object (anything whose ``str`` is a
+        device name, such as ``tr.device('cpu')``), and ``to(tensor)`` takes the tensor's
+        device and dtype. ``non_blocking`` is accepted and has no effect (copies are
+        synchronous).
         """
         for a in args:
-            if isinstance(a, str):
+            if isinstance(a, Tensor):
+                a_device, a_dtype = a.device, a.dtype
+                device = a_device if device is None else device
+                dtype = a_dtype if dtype is None else dtype
+            elif _is_device(a):
                 if device is not None:
                     raise TypeError("to(): device given twice")
                 device = a
@@ -550,6 +680,8 @@ class Module:
                 if dtype is not None:
                     raise TypeError("to(): dtype given twice")
                 dtype = a
+        if device is not None and not isinstance(device, str):
+            device = str(device)
         if device is not None:
             try:
                 device = normalize_device(device)
@@ -577,8 +709,9 @@ class Module:
         """``to('cpu')``."""
         return self.to("cpu")
 
-    def cuda(self) -> "Module":
-        """``to('cuda')`` (needs CuPy and a GPU)."""
+    def cuda(self, device: Any = None) -> "Module":
+        """``to('cuda')`` (needs CuPy and a GPU); ``device`` (a GPU index) is accepted as
+        in torch, and only GPU 0 is used."""
         return self.to("cuda")
 
     @property
@@ -628,6 +761,12 @@ class Module:
         if len(lines) == 1 and not self._modules:
             return head + lines[0] + ")" + note
         return head + note + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _is_device(value: Any) -> bool:
+    """Whether an argument of :meth:`Module.to` names a device: a str, or a device object
+    (a class named ``device``, as torch's and ``tr.device``) rather than a dtype."""
+    return isinstance(value, str) or type(value).__name__ == "device"
 
 
 def _host_copy(a: Any) -> np.ndarray:

@@ -60,15 +60,18 @@ import numpy as np
 
 from .. import bptt
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module
-from ..engine import is_grad_enabled
+from ..backend import get_array_module
+from ..engine import is_grad_enabled, record_scope
 from ..ops.base import Context, Function
 from ..random import get_generator
 from ..tensor import Tensor, host_lengths, split, stack, where
 from .cells import (
-    _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step, zero_state,
+    _CallScope, _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
+    zero_state,
 )
-from .layers import _finite, _flag, _float_dtype, _probability, _size, as_input
+from .layers import (
+    _finite, _flag, _float_dtype, _integer, _probability, _size, as_input, place,
+)
 from .module import Module, Parameter
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
@@ -230,7 +233,7 @@ class RNNBase(Module):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, *, engine: str = "fused",
-                 dtype: Any = DEFAULT_FLOAT, generator: Any = None,
+                 dtype: Any = None, generator: Any = None,
                  nonlinearity: str = "tanh", reset: str = "after", peephole: bool = False,
                  coupled: bool = False, forget_bias: float = 0.0) -> None:
         super().__init__()
@@ -487,9 +490,14 @@ class RNNBase(Module):
                     hs, hT, cT = self._run_fused(layer_input, h0, c0, params, lens,
                                                  bool(direction), recorder, (layer, direction))
                 else:
-                    hs, hT, cT = self._run_autograd(layer_input, h0, c0, params, valid,
-                                                    bool(direction), recorder,
-                                                    (layer, direction))
+                    # every op of the call is labelled with its layer (and, inside, its
+                    # step) for tr.viz.graph; the labels change no result
+                    label = f"{type(self).__name__} layer {layer}" + (
+                        ", reverse" if direction else "")
+                    with record_scope(_CallScope(label)):
+                        hs, hT, cT = self._run_autograd(layer_input, h0, c0, params, valid,
+                                                        bool(direction), recorder,
+                                                        (layer, direction))
                 outs.append(hs)
                 h_n.append(hT)
                 if cT is not None:
@@ -540,33 +548,34 @@ class RNNBase(Module):
         h, c = h0, c0
         outs: list[Any] = [None] * T
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
-            xw_t = xw_steps[t].reshape(N, xw.shape[2])
-            if self.mode == "LSTM":
-                h_new, c_new = lstm_step(xw_t, h, c, w_hh, b_hh, params.get("weight_ch"),
-                                         self.coupled)
-            elif self.mode == "GRU":
-                h_new, c_new = gru_step(xw_t, h, w_hh, b_hh, self.reset), None
-            else:
-                h_new, c_new = rnn_step(xw_t, h, w_hh, b_hh, self.nonlinearity), None
-            if valid is not None:
-                m = valid[t][:, None]  # (N, 1): padded steps keep the state
-                h = where(m, h_new, h)
-                c = where(m, c_new, c) if c is not None else None
-                outs[t] = where(m, h, 0.0)
-            else:
-                h, c = h_new, c_new
-                outs[t] = h
-            if recorder is not None and h.requires_grad:
-                h.register_hook(_record_hook(recorder, key, "h", t, (T, N, H), h.dtype))
-                if c is not None and valid is None:
-                    c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype))
-                elif c is not None:
-                    # h_t is computed from c_new, not from the masked c, so the total
-                    # dL/dc_t of a valid row reaches c_new; a padded row's only reaches c
-                    c_new.register_hook(_record_hook(recorder, key, "c", t, (T, N, H),
-                                                     c.dtype, rows=valid[t]))
-                    c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype,
-                                                 rows=~valid[t]))
+            with record_scope(f"t = {t}"):  # tr.viz.graph draws one cluster per step
+                xw_t = xw_steps[t].reshape(N, xw.shape[2])
+                if self.mode == "LSTM":
+                    h_new, c_new = lstm_step(xw_t, h, c, w_hh, b_hh, params.get("weight_ch"),
+                                             self.coupled)
+                elif self.mode == "GRU":
+                    h_new, c_new = gru_step(xw_t, h, w_hh, b_hh, self.reset), None
+                else:
+                    h_new, c_new = rnn_step(xw_t, h, w_hh, b_hh, self.nonlinearity), None
+                if valid is not None:
+                    m = valid[t][:, None]  # (N, 1): padded steps keep the state
+                    h = where(m, h_new, h)
+                    c = where(m, c_new, c) if c is not None else None
+                    outs[t] = where(m, h, 0.0)
+                else:
+                    h, c = h_new, c_new
+                    outs[t] = h
+                if recorder is not None and h.requires_grad:
+                    h.register_hook(_record_hook(recorder, key, "h", t, (T, N, H), h.dtype))
+                    if c is not None and valid is None:
+                        c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype))
+                    elif c is not None:
+                        # h_t is computed from c_new, not from the masked c, so the total
+                        # dL/dc_t of a valid row reaches c_new; a padded row's only reaches c
+                        c_new.register_hook(_record_hook(recorder, key, "c", t, (T, N, H),
+                                                         c.dtype, rows=valid[t]))
+                        c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype,
+                                                     rows=~valid[t]))
         if T == 0:
             hs = Tensor(xp.zeros((0, N, H), dtype=x.dtype))
             h = h0 * 1.0
@@ -599,11 +608,12 @@ class RNN(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, *, engine: str = "fused",
-                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+                 dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+                 dtype: Any = None, *, engine: str = "fused", generator: Any = None) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, engine=engine, dtype=dtype, generator=generator,
                          nonlinearity=nonlinearity)
+        place(self, device)
 
     def extra_repr(self) -> str:
         s = super().extra_repr()
@@ -619,11 +629,12 @@ class GRU(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, *, reset: str = "after", engine: str = "fused",
-                 dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
+                 bidirectional: bool = False, device: Any = None, dtype: Any = None, *,
+                 reset: str = "after", engine: str = "fused", generator: Any = None) -> None:
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, engine=engine, dtype=dtype, generator=generator,
                          reset=reset)
+        place(self, device)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + (", reset='before'" if self.reset == "before" else "")
@@ -639,12 +650,18 @@ class LSTM(RNNBase):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, *, peephole: bool = False, coupled: bool = False,
-                 forget_bias: float = 0.0, engine: str = "fused", dtype: Any = DEFAULT_FLOAT,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None, *, peephole: bool = False, coupled: bool = False,
+                 forget_bias: float = 0.0, engine: str = "fused",
                  generator: Any = None) -> None:
+        if _integer(proj_size, "proj_size", "LSTM") != 0:
+            raise NotImplementedError(
+                f"LSTM: proj_size={proj_size} (an LSTM with projections) is not supported by "
+                f"tinygrad_rnn; use proj_size=0 and a Linear layer on the output instead")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, engine=engine, dtype=dtype, generator=generator,
                          peephole=peephole, coupled=coupled, forget_bias=forget_bias)
+        place(self, device)
 
     def extra_repr(self) -> str:
         s = super().extra_repr()

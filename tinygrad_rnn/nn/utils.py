@@ -428,7 +428,7 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
         raise TypeError(f"vector_to_parameters: vec must be a Tensor, got "
                         f"{type(vec).__name__}")
     params = _as_param_list(parameters, "vector_to_parameters")
-    total = sum(p.size for p in params)
+    total = sum(math.prod(p.shape) for p in params)
     if vec.ndim != 1 or vec.shape[0] != total:
         raise ValueError(
             f"vector_to_parameters: vec has shape {vec.shape}, the parameters have "
@@ -437,6 +437,6 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     pointer = 0
     with no_grad():
         for p in params:
-            n = p.size
+            n = math.prod(p.shape)
             p.copy_(vec.data[pointer:pointer + n].reshape(p.shape))
             pointer += n
