@@ -21,6 +21,7 @@ from .tensor import (
     tensor, where, zeros, zeros_like,
 )
 from . import optim
+from . import onnx
 from . import nn
 from .io import load, save
 from . import bptt, data, decoding, lm, monitor, training, viz
