@@ -52,7 +52,7 @@ def test_a_model_state_dict_round_trips_through_a_file_object_and_restores_the_m
     np.testing.assert_array_equal(dst(x).numpy(), src(x).numpy())
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "LBFGS"])
 def test_an_optimizer_state_dict_round_trips_and_training_continues_identically(name):
     def make(seed):
         model = nn.Linear(3, 2, dtype=np.float64, generator=seed)

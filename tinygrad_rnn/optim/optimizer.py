@@ -87,6 +87,15 @@ def _new_step_counter() -> np.ndarray:
     return np.zeros((), dtype=_STEP_DTYPE)
 
 
+def _grad_array(param: Tensor) -> Any:
+    """The gradient of ``param`` as the optimizers read it: a raw backend array, or None.
+
+    The one place in :mod:`tinygrad_rnn.optim` that reads ``.grad``. Today ``p.grad`` holds
+    the raw array itself; were it a Tensor (torch's ``.grad``), this would return its
+    ``.data``, and nothing else here would change."""
+    return param.grad
+
+
 def _lerp_(start: Any, end: Any, weight: float) -> None:
     """In place: ``start <- start + weight * (end - start)`` (linear interpolation), in
     torch's order of operations (``Tensor.lerp_`` on the CPU).
@@ -266,12 +275,13 @@ class Optimizer:
                                   set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
+                grad = _grad_array(p)
+                if grad is None:
                     continue
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad[...] = 0
+                    grad[...] = 0
 
     def _params_with_grad(self, group: dict[str, Any],
                           group_index: int) -> Iterator[tuple[Tensor, Any]]:
@@ -280,7 +290,7 @@ class Optimizer:
         shape, dtype and device (ValueError otherwise)."""
         where = f"{type(self).__name__}.step"
         for k, p in enumerate(group["params"]):
-            grad = p.grad
+            grad = _grad_array(p)
             if grad is None:
                 continue
             described = (f"parameter {k} of param group {group_index}, of shape {p.shape}, "
