@@ -22,8 +22,8 @@ What is the same as torch
   axis; NumPy arrays become tensors and are stacked; Python floats become a float64 tensor,
   Python ints an int64 tensor (bools a bool tensor); NumPy scalars keep their dtype;
   strings and bytes are left as they are (the batch's list, or a tuple inside a sequence);
-  dicts are collated key by key; tuples and lists are
-  collated position by position (a tuple gives a list, a namedtuple the same namedtuple).
+  dicts are collated key by key; tuples and lists are collated position by position (a
+  tuple gives a list, a namedtuple the same namedtuple).
   ``batch_size=None`` turns batching off and each sample goes through
   :func:`default_convert` (NumPy arrays to tensors, everything else unchanged).
 * ``random_split`` takes lengths as counts or as fractions that sum to 1, with torch's
@@ -662,9 +662,9 @@ def default_collate(batch: Sequence[Any]) -> Any:
     -------
     The batch: tensors (and NumPy arrays) stacked along a new leading axis; Python floats as
     a float64 tensor, Python ints as an int64 tensor (bools as bool); NumPy scalars as a
-    tensor of their dtype; strings and bytes unchanged (the list of them); dicts collated by key; namedtuples as
-    the same namedtuple of collated fields; other sequences collated position by position
-    (tuples give a list, as in torch).
+    tensor of their dtype; strings and bytes unchanged (the list of them); dicts collated by
+    key; namedtuples as the same namedtuple of collated fields; other sequences collated
+    position by position (tuples give a list, as in torch).
 
     Raises
     ------
