@@ -112,7 +112,8 @@ def graph_functions(outputs: Sequence[Tensor]) -> set:
             continue
         seen.add(id(node))
         found.add(node.fn)
-        stack.extend(t.grad_fn for t in node.inputs if t.grad_fn is not None)
+        stack.extend(t.grad_fn for t in tr.engine.node_inputs(node)
+                     if t.grad_fn is not None)
     return found
 
 
@@ -964,9 +965,11 @@ REGISTRY: tuple[OpInfo, ...] = (
            _reduce_cases(), (ops.Sum,)),
     OpInfo("mean", lambda x, axis, keepdims: x.mean(axis=axis, keepdims=keepdims), _ref_mean,
            _reduce_cases(), (ops.Mean,)),
-    OpInfo("max", lambda x, axis, keepdims: x.max(axis, keepdims), _ref_reduce("max"),
+    OpInfo("max", lambda x, axis, keepdims: x.max(axis=axis, keepdims=keepdims),
+           _ref_reduce("max"),
            _reduce_cases(max_like=True), (ops.Max,)),
-    OpInfo("min", lambda x, axis, keepdims: x.min(axis, keepdims), _ref_reduce("min"),
+    OpInfo("min", lambda x, axis, keepdims: x.min(axis=axis, keepdims=keepdims),
+           _ref_reduce("min"),
            _reduce_cases(max_like=True), (ops.Min,)),
     # shapes
     OpInfo("reshape", _reshape, lambda x, shape, as_args: np.reshape(x, shape),

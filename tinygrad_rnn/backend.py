@@ -27,7 +27,75 @@ from typing import Any
 
 import numpy as np
 
+#: The float dtype at import (float32); the current one is :func:`get_default_dtype`.
 DEFAULT_FLOAT = np.float32
+
+
+class _Default:
+    """The default float dtype: what Python floats become, and what integer data computes in
+    where the math is floating (torch's ``get_default_dtype``)."""
+
+    float = np.dtype(np.float32)
+
+
+def get_default_dtype() -> np.dtype:
+    """The default float dtype (float32 unless :func:`set_default_dtype` changed it)."""
+    return _Default.float
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """Set the default float dtype, as torch's ``set_default_dtype``: float32, float64 or
+    float16 (anything else is a TypeError: the default must be a floating-point type)."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        d = None
+    if d is None or d.kind != "f" or d.itemsize not in (2, 4, 8):
+        raise TypeError(f"set_default_dtype: only float16, float32 and float64 can be the "
+                        f"default dtype, got {dtype!r}")
+    _Default.float = d
+
+
+class device:
+    """torch's ``device``: ``tr.device('cpu')``, ``tr.device('cuda')``, ``tr.device('cuda',
+    0)``; usable wherever a device is taken, and equal to its name (``device('cpu') ==
+    'cpu'``). Only the device kinds of this package exist ('cpu', 'cuda' (index 0),
+    'standin')."""
+
+    def __init__(self, type: Any, index: int | None = None) -> None:
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        if not isinstance(type, str):
+            raise TypeError(f"device: expected a device name such as 'cpu' or 'cuda', got "
+                            f"{type!r}")
+        name, _, number = type.partition(":")
+        if number:
+            if index is not None:
+                raise ValueError(f"device: the index is given twice ({type!r} and {index})")
+            index = int(number) if number.isdigit() else number
+        if index not in (None, 0):
+            raise ValueError(f"device: only one device of each kind exists here, got index "
+                             f"{index!r} (use {name!r} or '{name}:0')")
+        self.type = normalize_device(name)
+        self.index = index
+
+    def __str__(self) -> str:
+        return self.type
+
+    def __repr__(self) -> str:
+        return f"device(type={self.type!r}" + (f", index={self.index})" if self.index
+                                                 is not None else ")")
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, (device, str)):
+            try:
+                return normalize_device(str(other)) == self.type
+            except ValueError:
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.type)
 
 DEVICES = ("cpu", "cuda", "standin")
 
@@ -178,7 +246,7 @@ def result_float_dtype(*dtypes: Any) -> np.dtype:
     float dtypes present, :data:`DEFAULT_FLOAT` when none is a float."""
     floats = [np.dtype(d) for d in dtypes if is_float_dtype(d)]
     if not floats:
-        return np.dtype(DEFAULT_FLOAT)
+        return _Default.float
     return np.result_type(*floats)
 
 

@@ -32,8 +32,12 @@ __all__ = [
     "enable_grad",
     "set_grad_enabled",
     "inference_mode",
+    "record_scope",
+    "current_scope",
+    "node_inputs",
     "is_grad_enabled",
     "run_backward",
+    "observe_backward",
     "sum_to_shape",
 ]
 
@@ -217,6 +221,55 @@ def _topological_order(root: Context) -> list[Context]:
     return order
 
 
+class _Scopes(threading.local):
+    """The labels of the ``record_scope`` blocks the calling thread is inside, innermost
+    last (what tinygrad_rnn.viz draws as clusters: "layer 0, t = 3")."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_SCOPES = _Scopes()
+
+
+class _ScopeCount:
+    """How many ``record_scope`` blocks are open in all threads: while 0, recording an op
+    reads no thread-local state at all."""
+
+    active = 0
+
+
+class record_scope:
+    """Label every op recorded inside the block with ``label`` (``ctx.scope``, a tuple of
+    the labels of the enclosing blocks, outermost first). Changes no result; costs one
+    attribute read per recorded op while no block is open anywhere.
+
+    >>> import tinygrad_rnn as tr
+    >>> x = tr.Tensor([1.0], requires_grad=True)
+    >>> with tr.engine.record_scope("t = 0"):
+    ...     y = x * 2
+    >>> y.grad_fn.scope
+    ('t = 0',)
+    """
+
+    def __init__(self, label: Any) -> None:
+        self.label = label
+
+    def __enter__(self) -> "record_scope":
+        _SCOPES.stack.append(self.label)
+        _ScopeCount.active += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _SCOPES.stack.pop()
+        _ScopeCount.active -= 1
+
+
+def current_scope() -> tuple:
+    """The labels of the open ``record_scope`` blocks of this thread (outermost first)."""
+    return tuple(_SCOPES.stack)
+
+
 class _Clock:
     """Counts recorded in-place writes that gave a tensor a new place in the graph."""
 
@@ -242,6 +295,15 @@ def as_seen_by(t: Any, clock: int) -> Any:
     clocks, earlier = t._history
     i = bisect.bisect_right(clocks, clock)
     return earlier[i] if i < len(earlier) else t
+
+
+def node_inputs(node: Context) -> tuple:
+    """The input tensors of ``node`` as it consumed them: ``node.inputs`` with any tensor
+    rebased since by a recorded in-place write replaced by its earlier state
+    (:func:`as_seen_by`). Walk graphs with this, not ``node.inputs``: after ``h += x``, the
+    tensor ``h`` in an older node's inputs now stands for the write, which came later."""
+    return tuple(t if t._history is None else as_seen_by(t, node.clock)
+                 for t in node.inputs)
 
 
 def _freed_graph_message(node: Context, root: Context) -> str:
@@ -383,6 +445,49 @@ def _output_grads(node: Context, slots: list) -> list:
     return grad_outs
 
 
+class _Observer(threading.local):
+    """The object that watches the backward passes of the calling thread, or None (the
+    default: backward then does one extra ``is None`` test per node and nothing else)."""
+
+    current: Any = None
+
+
+_OBSERVER = _Observer()
+
+
+class observe_backward:
+    """While the block runs, every backward pass of this thread reports to ``observer``:
+
+    * ``observer.begin(root, grad)`` once, before anything else;
+    * ``observer.node(node, grad_outs)`` for each node, just before its backward runs (its
+      ``inputs`` and saved state are still there; ``grad_outs`` are the gradients of its
+      outputs, after their hooks, exactly what its backward receives);
+    * ``observer.leaf(tensor, grad)`` for each leaf, with the gradient this pass adds to
+      ``tensor.grad`` (after the leaf's hooks).
+
+    The observer must only read: the arrays it is given are the engine's own. This is the
+    hook behind :func:`tinygrad_rnn.viz.record_backward` (gradient norms of every tensor of
+    the graph, and the graph's structure, kept while backward frees the graph). Blocks nest;
+    the innermost observer is the one called.
+    """
+
+    def __init__(self, observer: Any) -> None:
+        for method in ("begin", "node", "leaf"):
+            if not callable(getattr(observer, method, None)):
+                raise TypeError(f"observe_backward: observer must have a {method}() method, "
+                                f"got {type(observer).__name__}")
+        self.observer = observer
+        self.prev: list[Any] = []
+
+    def __enter__(self) -> Any:
+        self.prev.append(_OBSERVER.current)
+        _OBSERVER.current = self.observer
+        return self.observer
+
+    def __exit__(self, *exc: Any) -> None:
+        _OBSERVER.current = self.prev.pop()
+
+
 def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
     """Backpropagate ``grad`` (dL/droot) from tensor ``root`` to every leaf that requires
     a gradient, accumulating into ``leaf.grad``. Called by :meth:`Tensor.backward`.
@@ -390,9 +495,14 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
     The loop body runs once per node of the graph, so the common case (one output, no
     hooks, gradients already of their input's shape, dtype and array type) takes the
     shortest path; everything else goes through the general helpers."""
+    observer = _OBSERVER.current  # None unless inside observe_backward
+    if observer is not None:
+        observer.begin(root, grad)
     if root._ctx is None:
         if root.requires_grad:
             g = _run_hooks(root._hooks, grad)
+            if observer is not None:
+                observer.leaf(root, g)
             _accumulate_into_grad(root, g)
         return
 
@@ -412,6 +522,8 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
             grad_outs = _output_grads(node, slots)
         else:  # one output, no hooks: its gradient goes to backward as it is
             grad_outs = (slots[0].value,)
+        if observer is not None:
+            observer.node(node, grad_outs)
 
         in_grads = node.fn.backward(node, *grad_outs)
         if not isinstance(in_grads, tuple):
@@ -454,6 +566,8 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
 
     for t, acc in leaves.values():
         g = _run_hooks(t._hooks, acc.value)
+        if observer is not None:
+            observer.leaf(t, g)
         _accumulate_into_grad(t, g)
 
 

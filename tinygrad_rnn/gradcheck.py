@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .backend import get_array_module, is_float_dtype
-from .engine import no_grad
+from .engine import no_grad, node_inputs
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "GradcheckError", "GradcheckReport"]
@@ -178,7 +178,7 @@ def graph_tensors(outputs: Sequence[Tensor]) -> list[Tensor]:
             t = ref()
             if t is not None:
                 found[id(t)] = t
-        for t in node.inputs:
+        for t in node_inputs(node):
             if t.grad_fn is not None:
                 stack.append(t.grad_fn)
             elif t.requires_grad:
@@ -426,14 +426,14 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
     analytic = []
     analytic_shapes = [o.shape for o in outs]
     for o in outs:
-        per_in = [np.zeros((o.size, args[k].size)) for k in diff]
+        per_in = [np.zeros((o.numel(), args[k].numel())) for k in diff]
         if o.requires_grad:
             xp = get_array_module(o.data)
             with grads_preserved([o]):
-                for i in range(o.size):
+                for i in range(o.numel()):
                     for k in diff:
                         args[k].grad = None
-                    onehot = xp.zeros(o.size, dtype=o.dtype)
+                    onehot = xp.zeros(o.numel(), dtype=o.dtype)
                     onehot[i] = 1
                     o.backward(onehot.reshape(o.shape), retain_graph=True)
                     for j, k in enumerate(diff):

@@ -117,13 +117,13 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
     if not isinstance(y, Tensor):
         raise TypeError(f"jacobian: fn must return a Tensor, got {type(y).__name__}")
     xp = get_array_module(y.data)
-    out = [xp.zeros((y.size,) + x.shape, dtype=x.dtype) for x in leaves]
+    out = [xp.zeros((y.numel(),) + x.shape, dtype=x.dtype) for x in leaves]
     if y.requires_grad:
         with grads_preserved([y]):  # tensors fn captures (parameters) keep their .grad
-            for i in range(y.size):
+            for i in range(y.numel()):
                 for x in leaves:
                     x.grad = None
-                onehot = xp.zeros(y.size, dtype=y.dtype)
+                onehot = xp.zeros(y.numel(), dtype=y.dtype)
                 onehot[i] = 1
                 y.backward(onehot.reshape(y.shape), retain_graph=True)
                 for k, x in enumerate(leaves):

@@ -15,16 +15,16 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import engine
-from .engine import _GRAD_MODE, REBASES
+from .engine import _GRAD_MODE, REBASES, _ScopeCount, current_scope
 from .backend import (
-    DEFAULT_FLOAT, device_of, get_array_module, is_float_dtype, module_for_device,
+    device_of, get_array_module, get_default_dtype, is_float_dtype, module_for_device,
     normalize_device, result_float_dtype, to_device,
 )
 from . import backend as _backend
 from .ops import (
     Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
-    Max, Maximum, Mean, Min, Minimum, Mul, Neg, Pow, ReLU, Reshape, Sigmoid, Softmax, Split, Sqrt,
-    Stack, Sub, Sum, Tanh, Transpose, ViewOf, Where, WriteRegion,
+    Max, Maximum, Mean, Min, Minimum, Mul, Neg, Norm, Pow, ReLU, Reshape, Sigmoid, Softmax,
+    Split, Sqrt, Stack, Sub, Sum, Tanh, Transpose, ViewOf, Where, WriteRegion,
 )
 from .ops.base import Context, Function
 from .ops.elementwise import clip_bounds
@@ -32,7 +32,10 @@ from .ops.shape import _is_advanced, check_index_bounds
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
-    "randn", "rand", "cat", "concatenate", "stack", "split", "where",
+    "randn", "rand", "cat", "concatenate", "stack", "split", "where", "Size", "empty",
+    "full_like", "empty_like", "rand_like", "randn_like", "linspace", "randint", "randperm",
+    "from_numpy", "as_tensor", "is_tensor", "numel", "FloatTensor", "DoubleTensor",
+    "LongTensor", "IntTensor", "BoolTensor", "ByteTensor", "ValuesIndices",
 ]
 
 
@@ -57,6 +60,7 @@ class RemovableHandle:
 
 
 _PYTHON_NUMBERS = frozenset((float, int, bool))
+_UNSET: Any = object()  # an argument that was not given (None is a value some take)
 
 
 def _holds_float64_data(data: Any) -> bool:
@@ -83,7 +87,7 @@ def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = Non
     ``device`` (default: where the data already is; Python data goes to the CPU).
 
     Python data follows torch's rule. NumPy reads Python floats as float64, but they become
-    ``DEFAULT_FLOAT`` (float32), as does float64 that only NumPy's promotion made (an int64
+    the default float dtype (``get_default_dtype()``) (float32), as does float64 that only NumPy's promotion made (an int64
     and a float32 entry); float64 that the data holds itself (NumPy float64 scalars or
     arrays, float64 tensors inside the list) stays float64."""
     if isinstance(data, Tensor):
@@ -108,7 +112,7 @@ def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = Non
             raise ValueError(f"Tensor: the data is not a rectangular array of numbers "
                              f"(lists of one length per level): {err}") from None
         if arr.dtype == np.float64 and not _holds_float64_data(data):
-            arr = arr.astype(DEFAULT_FLOAT)
+            arr = arr.astype(get_default_dtype())
     if arr.dtype.kind not in _SUPPORTED_KINDS:
         what = ("complex numbers (the imaginary part would be lost)" if arr.dtype.kind == "c"
                 else f"data of dtype {arr.dtype}")
@@ -234,8 +238,9 @@ class Tensor:
         return self
 
     @property
-    def shape(self) -> tuple:
-        return tuple(self._data.shape)
+    def shape(self) -> "Size":
+        """The shape, a :class:`Size` (a tuple), as torch's ``.shape``."""
+        return Size(self._data.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -245,9 +250,30 @@ class Tensor:
     def ndim(self) -> int:
         return self._data.ndim
 
-    @property
-    def size(self) -> int:
+    def size(self, dim: int | None = None) -> Any:
+        """torch's ``size``: the shape as a :class:`Size` (a tuple), or with ``dim`` the size
+        of that dimension as an int (negative dims count from the end). The number of
+        elements (NumPy's ``size`` attribute) is :meth:`numel`."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_check_axis("size", _int_arg("size", "dim", dim), self.ndim,
+                                            self.shape)]
+
+    def numel(self) -> int:
+        """The number of elements (``sum(p.numel() for p in model.parameters())``)."""
         return int(self._data.size)
+
+    nelement = numel
+
+    def dim(self) -> int:
+        """The number of dimensions (torch's ``dim()``; NumPy's ``ndim``)."""
+        return self._data.ndim
+
+    ndimension = dim
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return int(self._data.itemsize)
 
     @property
     def is_leaf(self) -> bool:
@@ -290,7 +316,7 @@ class Tensor:
         return f"Tensor({body}{extra})"
 
     def __bool__(self) -> bool:
-        if self.size != 1:
+        if self.numel() != 1:
             raise ValueError(
                 f"the truth value of a tensor of shape {self.shape} is ambiguous"
             )
@@ -315,13 +341,16 @@ class Tensor:
         arr = np.asarray(self._data, dtype=dtype)
         return arr.copy() if copy else arr
 
-    def to(self, device: Any = None, dtype: Any = None) -> "Tensor":
+    def to(self, device: Any = None, dtype: Any = None, non_blocking: bool = False,
+           copy: bool = False) -> "Tensor":
         """This tensor on ``device`` and/or in ``dtype``: ``self`` when nothing changes, else
         a differentiable copy (the gradient flows back to this tensor's device and dtype).
         ``t.to('cuda')``, ``t.to(np.float64)``, ``t.to('cpu', np.float64)``."""
-        if dtype is None and device is not None and not isinstance(device, str):
+        if isinstance(device, Tensor):  # to(other): other's device and dtype
+            device, dtype = device.device, device.dtype
+        elif dtype is None and device is not None and not _is_device(device):
             device, dtype = None, device  # to(np.float64)
-        out = self
+        out = self if not copy else self.clone()
         if device is not None and normalize_device(device) != self.device:
             out = _ToDevice.apply(out, device=normalize_device(device))
         if dtype is not None:
@@ -358,10 +387,10 @@ class Tensor:
         """The one element as a Python number; a ValueError naming ``caller`` and the shape
         when the tensor does not have exactly one element (torch's rule: only one-element
         tensors can be converted to Python scalars)."""
-        if self.size != 1:
+        if self.numel() != 1:
             raise ValueError(
                 f"{caller}: only one-element tensors can be converted to Python scalars; got "
-                f"a tensor of shape {self.shape} with {self.size} elements"
+                f"a tensor of shape {self.shape} with {self.numel()} elements"
             )
         return self._data.reshape(()).item()
 
@@ -385,10 +414,57 @@ class Tensor:
         return _Cast.apply(self, dtype=np.dtype(dtype))
 
     def float(self) -> "Tensor":
+        """float32 (differentiable for float tensors; ``self`` when already float32)."""
         return self.astype(np.float32)
 
     def double(self) -> "Tensor":
         return self.astype(np.float64)
+
+    def half(self) -> "Tensor":
+        return self.astype(np.float16)
+
+    def long(self) -> "Tensor":
+        """int64 (no gradient flows through integers)."""
+        return self.astype(np.int64)
+
+    def int(self) -> "Tensor":
+        return self.astype(np.int32)
+
+    def bool(self) -> "Tensor":
+        return self.astype(np.bool_)
+
+    def type(self, dtype: Any = None) -> Any:
+        """Without ``dtype``, the type name as torch spells it (``'tinygrad_rnn.FloatTensor'``);
+        with one (a dtype or a name such as ``'torch.LongTensor'``), the tensor in it."""
+        if dtype is None:
+            return f"tinygrad_rnn.{_TYPE_NAMES.get(self.dtype, str(self.dtype))}"
+        if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _NAMED_TYPES:
+            dtype = _NAMED_TYPES[dtype.rsplit(".", 1)[-1]]
+        return self.astype(check_dtype("type", dtype))
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.astype(other.dtype)
+
+    # new tensors with this tensor's dtype and device (torch's new_*)
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                     device=self.device)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                    device=self.device)
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
+                 requires_grad: bool = False) -> "Tensor":
+        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                    device=self.device)
+
+    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+        return self.new_zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+        return Tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                      device=self.device)
 
     # ---------------------------------------------------------------- autograd
     def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
@@ -404,7 +480,7 @@ class Tensor:
             )
         xp = get_array_module(self._data)
         if grad is None:
-            if self.size != 1:
+            if self.numel() != 1:
                 raise RuntimeError(
                     f"backward(): grad can be omitted only for a one-element tensor, this one "
                     f"has shape {self.shape}; pass grad=dL/dself or reduce it (e.g. .sum())"
@@ -513,7 +589,9 @@ class Tensor:
         if index is not None:
             steps = steps + (("index", index),)
         written = WriteRegion.apply(root, value, steps=steps, op=op)
-        root._rebase(written)
+        earlier = root._rebase(written)
+        if written._ctx is not None:  # the write consumed root's earlier state, not itself
+            written._ctx.inputs = (earlier,) + written._ctx.inputs[1:]
         root._bump()
         if self is not root:
             self._refresh_view()
@@ -531,6 +609,8 @@ class Tensor:
                 f"the other operand to {self.shape}, or use the out-of-place form)"
             )
         ctx = result._ctx
+        if ctx is not None:  # computed from this tensor's state before the write
+            ctx.inputs = tuple(self._snapshot() if t is self else t for t in ctx.inputs)
         if ctx is not None and ctx.saved_arrays:
             xp = get_array_module(self._data)
             mine = self._version
@@ -539,14 +619,21 @@ class Tensor:
             ctx.saved_versions = tuple(v for v in ctx.saved_versions if v[0] is not mine)
         return self._record_write(op, result)
 
-    def _rebase(self, new: "Tensor") -> None:
+    def _snapshot(self) -> "Tensor":
+        """A stand-in for this tensor's current place in the graph (same data, node and
+        version counter), for the nodes that consumed it before a rebase."""
+        earlier = Tensor._wrap(self._data)
+        earlier._ctx, earlier._out_index = self._ctx, self._out_index
+        earlier._requires_grad, earlier._version = self._requires_grad, self._version
+        return earlier
+
+    def _rebase(self, new: "Tensor") -> "Tensor":
         """Make this tensor stand for ``new``'s place in the graph (after a recorded in-place
-        write), keeping its earlier state for the nodes recorded before."""
+        write), keeping its earlier state for the nodes recorded before; returns that
+        earlier state."""
         REBASES.value += 1
+        earlier = self._snapshot()
         if self._requires_grad:  # an earlier state nobody can need a gradient for is dropped
-            earlier = Tensor._wrap(self._data)
-            earlier._ctx, earlier._out_index = self._ctx, self._out_index
-            earlier._requires_grad, earlier._version = True, self._version
             if self._history is None:
                 self._history = ([], [])
             self._history[0].append(REBASES.value)
@@ -554,6 +641,7 @@ class Tensor:
         self._ctx, self._out_index = new._ctx, new._out_index
         self._requires_grad = new._requires_grad
         self._gen += 1
+        return earlier
 
     def _refresh_view(self) -> None:
         """Re-record this view from its base, which a recorded in-place write rebased since
@@ -845,7 +933,7 @@ class Tensor:
         if isinstance(exponent, np.ndarray):
             exponent = exponent[()]
         if not isinstance(exponent, (bool, int, np.integer, np.bool_)):
-            return Pow.apply(Tensor._wrap(self._data.astype(DEFAULT_FLOAT)),
+            return Pow.apply(Tensor._wrap(self._data.astype(get_default_dtype())),
                              exponent=float(exponent))
         if exponent < 0:
             raise ValueError(
@@ -995,19 +1083,226 @@ class Tensor:
         return self._logical_(o, "^= (in-place xor)", "bitwise_xor")
 
     # ---------------------------------------------------------------- NumPy-named methods
-    def sum(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
-        return Sum.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+    # Reductions take torch's (dim, keepdim) and NumPy's (axis, keepdims) spellings.
+    def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _UNSET, dtype: Any = None) -> "Tensor":
+        out = Sum.apply(self, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
+        return out if dtype is None else out.astype(check_dtype("sum", dtype))
 
-    def mean(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
-        return Mean.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+    def mean(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+             keepdims: Any = _UNSET, dtype: Any = None) -> "Tensor":
+        x = self if dtype is None else self.astype(check_dtype("mean", dtype))
+        return Mean.apply(x, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
 
-    def max(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
-        return Max.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+    def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _UNSET) -> Any:
+        """The maximum, with torch's three forms and NumPy's:
 
-    def min(self, axis: Any = None, keepdims: bool = False, *, dim: Any = None) -> "Tensor":
-        """The minimum over ``axis``, in this tensor's dtype (any dtype, bool included);
-        tied minima share the gradient equally, as for :meth:`max`."""
-        return Min.apply(self, axis=_axis(axis, dim), keepdims=keepdims)
+        * ``x.max()``: the largest entry (tied maxima share the gradient equally);
+        * ``x.max(dim)`` / ``x.max(dim=1, keepdim=True)``: torch's pair ``(values, indices)``
+          (a named tuple); the gradient goes to the entry at ``indices``;
+        * ``x.max(other_tensor)``: the elementwise maximum;
+        * ``x.max(axis=1)`` (or several dims, ``x.max(dim=(0, 1))``): NumPy's reduction, a
+          tensor (ties share the gradient)."""
+        if isinstance(dim, Tensor):
+            return Maximum.apply(self, dim)
+        if dim is None or isinstance(dim, (tuple, list)):  # over all or several dims
+            return Max.apply(self, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
+        if axis is not None:
+            raise TypeError("max: give dim or axis, not both")
+        return self._extremum_at("max", dim, keepdim)
+
+    def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _UNSET) -> Any:
+        """The minimum, in the forms of :meth:`max` (any dtype, bool included)."""
+        if isinstance(dim, Tensor):
+            return Minimum.apply(self, dim)
+        if dim is None or isinstance(dim, (tuple, list)):  # over all or several dims
+            return Min.apply(self, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
+        if axis is not None:
+            raise TypeError("min: give dim or axis, not both")
+        return self._extremum_at("min", dim, keepdim)
+
+    def _extremum_at(self, op: str, dim: Any, keepdim: bool) -> "ValuesIndices":
+        indices = (self.argmax if op == "max" else self.argmin)(dim, keepdim=True)
+        values = self.gather(dim, indices)
+        if not keepdim:
+            d = _check_axis(op, _int_arg(op, "dim", dim), self.ndim, self.shape)
+            values, indices = values.squeeze(d), indices.squeeze(d)
+        return ValuesIndices(values, indices)
+
+    def argmax(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        """Index of the largest entry (of the flattened tensor when ``dim`` is None; the
+        first one among ties), int64, no gradient."""
+        return self._arg("argmax", dim, keepdim)
+
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        return self._arg("argmin", dim, keepdim)
+
+    def _arg(self, op: str, dim: Any, keepdim: bool) -> "Tensor":
+        xp = get_array_module(self._data)
+        if self.numel() == 0:
+            raise IndexError(f"{op}: an empty tensor (shape {self.shape}) has no {op[3:]}imum")
+        if dim is None:
+            out = getattr(xp, op)(self._data)
+            shape = (1,) * self.ndim if keepdim else ()
+            return Tensor._wrap(xp.asarray(out, dtype=np.int64).reshape(shape))
+        d = _check_axis(op, _int_arg(op, "dim", dim), max(self.ndim, 1), self.shape)
+        data = self._data if self.ndim else self._data.reshape(1)
+        out = getattr(xp, op)(data, axis=d, keepdims=bool(keepdim)).astype(np.int64)
+        return Tensor._wrap(out if self.ndim else out.reshape(()))
+
+    def gather(self, dim: int, index: Any) -> "Tensor":
+        """torch's ``gather``: ``out[i][j][k] = self[index[i][j][k]][j][k]`` for dim 0 (and
+        likewise for other dims); ``index`` has this tensor's number of dimensions and is no
+        larger in the other dims. Differentiable (repeated indices accumulate)."""
+        d = _check_axis("gather", _int_arg("gather", "dim", dim), max(self.ndim, 1),
+                        self.shape)
+        idx = index.data if isinstance(index, Tensor) else np.asarray(index)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"gather: index must hold integers, got dtype {idx.dtype}")
+        if idx.ndim != self.ndim:
+            raise ValueError(f"gather: index of shape {tuple(idx.shape)} must have as many "
+                             f"dimensions as the input of shape {self.shape}")
+        for k, (n_i, n_x) in enumerate(zip(idx.shape, self.shape)):
+            if k != d and n_i > n_x:
+                raise ValueError(f"gather: index of shape {tuple(idx.shape)} is larger than "
+                                 f"the input of shape {self.shape} in dimension {k}")
+        xp = get_array_module(self._data)
+        coords = [xp.arange(n).reshape((1,) * k + (n,) + (1,) * (idx.ndim - k - 1))
+                  for k, n in enumerate(idx.shape)]
+        coords[d] = idx
+        return self[tuple(coords)]
+
+    def index_select(self, dim: int, index: Any) -> "Tensor":
+        """The entries at ``index`` (1-D integers) along ``dim``; a copy, differentiable."""
+        d = _check_axis("index_select", _int_arg("index_select", "dim", dim), self.ndim,
+                        self.shape)
+        idx = index.data if isinstance(index, Tensor) else np.asarray(index)
+        if idx.ndim > 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise TypeError(f"index_select: index must be a 1-D integer tensor, got shape "
+                            f"{tuple(idx.shape)} dtype {idx.dtype}")
+        return self[(slice(None),) * d + (idx.reshape(-1).astype(np.int64),)]
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True,
+             sorted: bool = True) -> "ValuesIndices":
+        """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest
+        first (ties in index order)."""
+        k = _int_arg("topk", "k", k)
+        d = _check_axis("topk", _int_arg("topk", "dim", dim), max(self.ndim, 1), self.shape)
+        n = self.shape[d] if self.ndim else 1
+        if not 0 <= k <= n:
+            raise IndexError(f"topk: k={k} is out of range for dimension {d} of size {n}")
+        order = self.sort(d, descending=bool(largest)).indices
+        indices = order.narrow(d, 0, k) if self.ndim else order
+        return ValuesIndices(self.gather(d, indices), indices.contiguous())
+
+    def sort(self, dim: int = -1, descending: bool = False,
+             stable: bool = False) -> "ValuesIndices":
+        """Sorted values along ``dim`` and their indices (a stable sort: ties keep their
+        order)."""
+        xp = get_array_module(self._data)
+        d = _check_axis("sort", _int_arg("sort", "dim", dim), max(self.ndim, 1), self.shape)
+        data = self._data if self.ndim else self._data.reshape(1)
+        if descending:  # stable for ties: sort the reversed axis ascending, then flip back
+            flipped = xp.flip(data, axis=d)
+            idx = xp.flip(xp.argsort(flipped, axis=d, kind="stable"), axis=d)
+            idx = data.shape[d] - 1 - idx
+        else:
+            idx = xp.argsort(data, axis=d, kind="stable")
+        idx = Tensor._wrap(xp.ascontiguousarray(idx.astype(np.int64)).reshape(self.shape))
+        return ValuesIndices(self.gather(d, idx) if self.ndim else self * 1, idx)
+
+    def argsort(self, dim: int = -1, descending: bool = False) -> "Tensor":
+        return self.sort(dim, descending).indices
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> "Tensor":
+        """The p-norm over ``dim`` (all entries by default): p = 2 or 'fro' (Euclidean), 1,
+        inf or any real p > 0. The gradient at an all-zero input is 0, as in torch."""
+        if p == "fro":
+            p = 2.0
+        if isinstance(p, (bool, str)) or not _is_real_scalar(p) or not float(p) > 0:
+            raise ValueError(f"norm: p must be 'fro' or a real number > 0, got {p!r}")
+        p = float(p)
+        if p == float("inf"):
+            return self.abs().max(axis=dim, keepdims=keepdim)
+        if p == 1.0:
+            return self.abs().sum(dim, keepdim)
+        return Norm.apply(self, p=p, axis=dim, keepdims=bool(keepdim))
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        """True where some entry along ``dim`` (every entry by default) is nonzero."""
+        xp = get_array_module(self._data)
+        return Tensor._wrap(xp.asarray(xp.any(self._data, axis=dim, keepdims=bool(keepdim))))
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        """True where every entry along ``dim`` (every entry by default) is nonzero."""
+        xp = get_array_module(self._data)
+        return Tensor._wrap(xp.asarray(xp.all(self._data, axis=dim, keepdims=bool(keepdim))))
+
+    def std(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+            correction: Any = None) -> "Tensor":
+        """Standard deviation (torch's default: the unbiased estimate, n - 1)."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def var(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+            correction: Any = None) -> "Tensor":
+        """Variance (torch's default: the unbiased estimate, n - 1)."""
+        ddof = (1 if unbiased else 0) if correction is None else correction
+        centered = self - self.mean(dim, keepdim=True)
+        n = self.numel() if dim is None else math.prod(
+            self.shape[a] for a in ((dim,) if _is_int(dim) else dim))
+        return (centered * centered).sum(dim, keepdim) / max(n - ddof, 0)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """Split into ``chunks`` pieces of ceil(n / chunks) along ``dim`` (the last may be
+        smaller, and there may be fewer pieces, as in torch)."""
+        chunks = _int_arg("chunk", "chunks", chunks)
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = self.shape[_check_axis("chunk", _int_arg("chunk", "dim", dim), self.ndim,
+                                   self.shape)]
+        return split(self, max(-(-n // chunks), 1) if n else 1, dim=dim)
+
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple:
+        return split(self, split_size_or_sections, dim=dim)
+
+    def unbind(self, dim: int = 0) -> tuple:
+        """The slices along ``dim``, each a view (as torch's ``unbind``)."""
+        d = _check_axis("unbind", _int_arg("unbind", "dim", dim), self.ndim, self.shape)
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+    def repeat(self, *sizes: Any) -> "Tensor":
+        """torch's ``repeat``: tile the tensor ``sizes[i]`` times along dimension i (leading
+        new dimensions when more sizes than dimensions are given)."""
+        sizes = check_shape("repeat", sizes)
+        if len(sizes) < self.ndim:
+            raise ValueError(f"repeat: {len(sizes)} sizes for a tensor of shape {self.shape}; "
+                             f"give at least {self.ndim}")
+        shape = (1,) * (len(sizes) - self.ndim) + tuple(self.shape)
+        pairs = tuple(v for n in shape for v in (1, n))  # (1, n0, 1, n1, ...)
+        wide = tuple(v for r, n in zip(sizes, shape) for v in (r, n))
+        return self.reshape(pairs).broadcast_to(wide).reshape(
+            tuple(r * n for r, n in zip(sizes, shape)))
+
+    def t(self) -> "Tensor":
+        """The transpose of a matrix (a 0-d or 1-D tensor is returned as it is), a view."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t: expects a tensor with <= 2 dimensions, got shape "
+                               f"{self.shape}; use transpose(dim0, dim1)")
+        return self.transpose() if self.ndim == 2 else self
+
+    def mm(self, other: "Tensor") -> "Tensor":
+        """Matrix product of two 2-D tensors (torch's ``mm``: no broadcasting)."""
+        _check_ranks("mm", self, other, 2)
+        return MatMul.apply(self, other)
+
+    def bmm(self, other: "Tensor") -> "Tensor":
+        """Batched matrix product of (B, n, m) and (B, m, p) tensors (no broadcasting)."""
+        _check_ranks("bmm", self, other, 3)
+        if self.shape[0] != other.shape[0]:
+            raise RuntimeError(f"bmm: batch sizes differ: {self.shape} and {other.shape}")
+        return MatMul.apply(self, other)
 
     def reshape(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -1020,7 +1315,7 @@ class Tensor:
         the memory layout does not allow one (a transposed tensor), a RuntimeError says to
         use :meth:`reshape` (which copies then) or ``contiguous()`` first."""
         out = self.reshape(*shape)
-        if out._base is None and self.size:
+        if out._base is None and self.numel():
             raise RuntimeError(
                 f"view: a tensor of shape {self.shape} with this memory layout (strides "
                 f"{self._data.strides}) cannot be viewed as shape {out.shape} without a copy; "
@@ -1046,8 +1341,18 @@ class Tensor:
         start = start + n if start < 0 else start
         return self[(slice(None),) * axis + (slice(start, start + length),)]
 
-    def flatten(self) -> "Tensor":
-        return self.reshape(-1)
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        """Merge dimensions ``start_dim`` to ``end_dim`` into one (all by default)."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        a = _check_axis("flatten", _int_arg("flatten", "start_dim", start_dim), self.ndim,
+                        self.shape)
+        b = _check_axis("flatten", _int_arg("flatten", "end_dim", end_dim), self.ndim,
+                        self.shape)
+        if a > b:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        merged = math.prod(self.shape[a:b + 1])
+        return self.reshape(self.shape[:a] + (merged,) + self.shape[b + 1:])
 
     def transpose(self, *axes: Any) -> "Tensor":
         """Reorder axes; the three spellings of torch and NumPy all mean what they mean there:
@@ -1075,9 +1380,11 @@ class Tensor:
             axes = tuple(reversed(range(self.ndim)))
         return self._mark_view(out, ("transpose", tuple(int(a) % self.ndim for a in axes)))
 
-    def permute(self, *axes: Any) -> "Tensor":
+    def permute(self, *axes: Any, dims: Any = None) -> "Tensor":
         """The permutation ``axes`` (every axis once): ``t.permute(2, 0, 1)`` or
         ``t.permute((2, 0, 1))``, as torch's ``permute`` and NumPy's ``transpose``."""
+        if dims is not None:
+            axes = (dims,)
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         return self._permuted(tuple(axes), "permute")
@@ -1096,11 +1403,13 @@ class Tensor:
         axes[a], axes[b] = axes[b], axes[a]
         return self._permuted(tuple(axes), op)
 
-    def unsqueeze(self, axis: int) -> "Tensor":
-        axis = _check_axis("unsqueeze", axis, self.ndim + 1, self.shape)
+    def unsqueeze(self, dim: int) -> "Tensor":
+        axis = _check_axis("unsqueeze", _int_arg("unsqueeze", "dim", dim), self.ndim + 1,
+                           self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def squeeze(self, axis: int | None = None) -> "Tensor":
+    def squeeze(self, dim: int | None = None) -> "Tensor":
+        axis = dim
         if axis is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
         if self.ndim == 0 and axis in (0, -1):  # as torch: squeezing a 0-d tensor is a no-op
@@ -1149,12 +1458,12 @@ class Tensor:
     def relu(self) -> "Tensor":
         return ReLU.apply(self)
 
-    def softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
-        axis = _int_arg("softmax", "axis", axis)
+    def softmax(self, dim: int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
+        axis = _int_arg("softmax", "dim", dim if axis is None else axis)
         return Softmax.apply(self, axis=axis, mask=_constant(mask, self, "softmax", "mask"))
 
-    def log_softmax(self, axis: int = -1, mask: Any = None) -> "Tensor":
-        axis = _int_arg("log_softmax", "axis", axis)
+    def log_softmax(self, dim: int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
+        axis = _int_arg("log_softmax", "dim", dim if axis is None else axis)
         return LogSoftmax.apply(self, axis=axis,
                                 mask=_constant(mask, self, "log_softmax", "mask"))
 
@@ -1232,6 +1541,64 @@ def _check_axis(op: str, axis: int, ndim: int, shape: tuple) -> int:
             f"(valid: {-ndim} to {ndim - 1})"
         )
     return axis % ndim
+
+
+def _keep(keepdim: Any, keepdims: Any) -> bool:
+    """torch's ``keepdim`` or NumPy's ``keepdims`` (either spelling, not two different
+    values)."""
+    if keepdims is _UNSET:
+        return keepdim
+    if keepdim and not keepdims:
+        raise TypeError("give keepdim or keepdims, not both")
+    return keepdims
+
+
+def _check_ranks(op: str, a: Any, b: Any, rank: int) -> None:
+    for name, t in (("input", a), ("mat2", b)):
+        if not isinstance(t, Tensor) or t.ndim != rank:
+            shape = t.shape if isinstance(t, Tensor) else type(t).__name__
+            raise RuntimeError(f"{op}: {name} must be a {rank}-D tensor, got {shape}")
+
+
+class Size(tuple):
+    """torch's ``Size``: a shape, a tuple of ints (``x.size()``, ``x.shape``)."""
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        return math.prod(self)
+
+    # printed as a plain tuple, (3, 4), so shapes read the same in every message
+
+
+class ValuesIndices(tuple):
+    """``(values, indices)`` as torch's ``max(dim)``, ``min(dim)``, ``topk`` and ``sort``
+    return them: a pair that also has the fields ``values`` and ``indices``."""
+
+    def __new__(cls, values: Tensor, indices: Tensor) -> "ValuesIndices":
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+
+_TYPE_NAMES = {np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
+               np.dtype(np.float16): "HalfTensor", np.dtype(np.int64): "LongTensor",
+               np.dtype(np.int32): "IntTensor", np.dtype(np.int16): "ShortTensor",
+               np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
+               np.dtype(np.bool_): "BoolTensor"}
+_NAMED_TYPES = {name: dtype for dtype, name in _TYPE_NAMES.items()}
+
+
+def _is_device(value: Any) -> bool:
+    """Whether ``value`` names a device (a string or a ``tr.device``), not a dtype."""
+    from .backend import device as device_class
+
+    return isinstance(value, (str, device_class))
 
 
 def _axis(axis: Any, dim: Any) -> Any:
@@ -1418,7 +1785,7 @@ def _lift_inputs(fn: type, inputs: tuple) -> tuple:
     rule for a scalar beside tensors: the scalar takes the tensors' dtype when it is of the
     same category (bool < integer < float) or a lower one, so ``x32 * 2.5`` stays float32;
     when it is of a higher category the result is that category's default dtype: an integer
-    or boolean tensor with a float scalar computes in ``DEFAULT_FLOAT`` (``ids * 0.5`` is
+    or boolean tensor with a float scalar computes in the default float dtype (``get_default_dtype()``) (``ids * 0.5`` is
     float32, not NumPy's float64), a boolean tensor with an integer scalar in int64
     (``mask * 2`` counts, it is not ``True``). Beside integer tensors of several dtypes an
     integer scalar takes their promoted dtype (int8 with int64 gives int64), and one outside
@@ -1437,9 +1804,9 @@ def _lift_inputs(fn: type, inputs: tuple) -> tuple:
                        if isinstance(x, (bool, int, float, np.generic))), default=-1)
     if scalar_rank == 2 and top_rank < 2:
         # no gradient flows through integer data, so the cast needs no graph node
-        inputs = tuple(Tensor._wrap(x._data.astype(DEFAULT_FLOAT)) if isinstance(x, Tensor)
+        inputs = tuple(Tensor._wrap(x._data.astype(get_default_dtype())) if isinstance(x, Tensor)
                        else x for x in scalars)
-        scalar_dtype = np.dtype(DEFAULT_FLOAT)
+        scalar_dtype = get_default_dtype()
     elif scalar_rank > top_rank:
         inputs, scalar_dtype = scalars, np.dtype(np.int64)
     elif top_rank == 2:
@@ -1465,13 +1832,13 @@ def _promote_non_float(fn: type, tensors: tuple) -> tuple:
     beside float inputs they take the float inputs' dtype (``ids * x32`` is float32, where
     NumPy gives float64); with no float input, an op whose math is floating
     (``fn.float_math``: exp, log, division, mean, softmax, losses) computes in
-    ``DEFAULT_FLOAT``; any other op (add, sum, max, indexing) keeps them as they are. Integer
+    the default float dtype (``get_default_dtype()``); any other op (add, sum, max, indexing) keeps them as they are. Integer
     data never requires a gradient, so the casts need no graph node."""
     floats = [t._data.dtype for t in tensors if t._data.dtype.kind == "f"]
     if floats:
         dtype = result_float_dtype(*floats)
     elif fn.float_math:
-        dtype = np.dtype(DEFAULT_FLOAT)
+        dtype = get_default_dtype()
     else:
         return tensors
     return tuple(t if t._data.dtype.kind == "f" else Tensor._wrap(t._data.astype(dtype))
@@ -1604,6 +1971,8 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
         ctx.inputs = tensors
         if REBASES.value:
             ctx.clock = REBASES.value
+        if _ScopeCount.active:
+            ctx.scope = current_scope()
         ctx.n_outputs = len(outs)
         if multi:
             # what the engine needs to make a zero gradient for an output that gets none (a
@@ -1643,14 +2012,14 @@ def _new(make: Callable[[Any], Any], requires_grad: bool, device: Any,
     return t
 
 
-def zeros(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False,
+def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False,
           device: Any = None) -> Tensor:
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
     shape, dtype = check_shape("zeros", shape), check_dtype("zeros", dtype)
     return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device, "zeros")
 
 
-def ones(*shape: Any, dtype: Any = DEFAULT_FLOAT, requires_grad: bool = False,
+def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False,
          device: Any = None) -> Tensor:
     """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
     shape, dtype = check_shape("ones", shape), check_dtype("ones", dtype)
@@ -1661,13 +2030,13 @@ def full(shape: Sequence[int], value: Any, dtype: Any = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``value``, a real number. Without ``dtype`` the
     dtype follows the value, as in torch: bool for a bool, int64 for an integer,
-    ``DEFAULT_FLOAT`` (float32) for a float. A value the dtype cannot hold exactly (2.5 in an
+    the default float dtype (``get_default_dtype()``) (float32) for a float. A value the dtype cannot hold exactly (2.5 in an
     integer dtype) is a ValueError, as for :meth:`Tensor.fill_`."""
     shape = check_shape("full", (shape,))
     if dtype is None:
         v = _scalar_value("full", value)
         dtype = (np.bool_ if isinstance(v, (bool, np.bool_)) else np.int64
-                 if isinstance(v, (int, np.integer)) else DEFAULT_FLOAT)
+                 if isinstance(v, (int, np.integer)) else get_default_dtype())
     dtype = check_dtype("full", dtype)
     v = _exact_value("full", value, dtype, shape)
     return _new(lambda xp: xp.full(shape, v, dtype=dtype), requires_grad, device, "full")
@@ -1687,12 +2056,142 @@ def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
                 "ones_like")
 
 
+def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    """torch's ``empty``. Here the entries are zeros, never leftover memory: an
+    uninitialised value would be a silent source of wrong numbers."""
+    shape, dtype = check_shape("empty", shape), check_dtype("empty", dtype)
+    return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device, "empty")
+
+
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """``full`` with ``t``'s shape, dtype (unless given) and device."""
+    _check_tensor("full_like", "t", t)
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                device=t.device)
+
+
+def empty_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    _check_tensor("empty_like", "t", t)
+    return empty(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                 device=t.device)
+
+
+def rand_like(t: Tensor, generator: Any = None, dtype: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    _check_tensor("rand_like", "t", t)
+    return rand(t.shape, generator=generator, dtype=dtype or t.dtype,
+                requires_grad=requires_grad, device=t.device)
+
+
+def randn_like(t: Tensor, generator: Any = None, dtype: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    _check_tensor("randn_like", "t", t)
+    return randn(t.shape, generator=generator, dtype=dtype or t.dtype,
+                 requires_grad=requires_grad, device=t.device)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None,
+             requires_grad: bool = False, device: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (computed in
+    float64, rounded once to the dtype)."""
+    steps = _int_arg("linspace", "steps", steps)
+    if steps < 0:
+        raise ValueError(f"linspace: steps must be >= 0, got {steps}")
+    for name, v in (("start", start), ("end", end)):
+        if not _is_real_scalar(v) or not math.isfinite(float(v)):
+            raise TypeError(f"linspace: {name} must be a finite real number, got {v!r}")
+    dtype = check_dtype("linspace", dtype, floating=True)
+    values = np.linspace(float(start), float(end), steps).astype(dtype)
+    return Tensor(values, requires_grad=requires_grad, device=device)
+
+
+def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
+            dtype: Any = np.int64, device: Any = None) -> Tensor:
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or
+    ``randint(low, high, size)``, from ``generator`` (a seed or numpy Generator)."""
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    low, high = _int_arg("randint", "low", low), _int_arg("randint", "high", high)
+    if high <= low:
+        raise ValueError(f"randint: need low < high, got low={low}, high={high}")
+    shape = check_shape("randint", (size,))
+    dtype = check_dtype("randint", dtype)
+    data = _generator("randint", generator).integers(low, high, size=shape).astype(dtype)
+    return Tensor(data, device=device)
+
+
+def randperm(n: int, *, generator: Any = None, dtype: Any = np.int64,
+             device: Any = None) -> Tensor:
+    """A random permutation of 0 .. n-1 from ``generator`` (a seed or numpy Generator)."""
+    n = _int_arg("randperm", "n", n)
+    if n < 0:
+        raise ValueError(f"randperm: n must be >= 0, got {n}")
+    data = _generator("randperm", generator).permutation(n).astype(
+        check_dtype("randperm", dtype))
+    return Tensor(data, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor that shares memory with the NumPy ``array`` (writes through either are seen
+    by the other), as torch's ``from_numpy``."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype.kind not in _SUPPORTED_KINDS:
+        raise TypeError(f"from_numpy: arrays of dtype {array.dtype} are not supported "
+                        f"(booleans, integers and floats are)")
+    return Tensor._wrap(array)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor, without a copy where possible (a tensor of the same dtype and
+    device is returned as it is; a NumPy array of the right dtype is shared)."""
+    if isinstance(data, Tensor):
+        if dtype is not None:
+            data = data.astype(check_dtype("as_tensor", dtype))
+        return data if device is None else data.to(device)
+    if (isinstance(data, np.ndarray) and device in (None, "cpu")
+            and (dtype is None or np.dtype(dtype) == data.dtype)):
+        return from_numpy(data)
+    return Tensor(data, dtype=dtype, device=device)
+
+
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    _check_tensor("numel", "input", t)
+    return t.numel()
+
+
+def _typed_tensor(name: str, dtype: Any) -> Callable:
+    def make(*data: Any) -> Tensor:
+        """A tensor of this type from data (``LongTensor([1, 2])``) or of this shape
+        (``FloatTensor(2, 3)``: zeros here, never uninitialised memory)."""
+        if len(data) == 1 and not _is_int(data[0]):
+            return Tensor(data[0], dtype=dtype)
+        return zeros(*data, dtype=dtype)
+
+    make.__name__ = make.__qualname__ = name
+    return make
+
+
+FloatTensor = _typed_tensor("FloatTensor", np.float32)
+DoubleTensor = _typed_tensor("DoubleTensor", np.float64)
+LongTensor = _typed_tensor("LongTensor", np.int64)
+IntTensor = _typed_tensor("IntTensor", np.int32)
+BoolTensor = _typed_tensor("BoolTensor", np.bool_)
+ByteTensor = _typed_tensor("ByteTensor", np.uint8)
+
+
 def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Evenly spaced values in [start, stop): ``arange(stop)``, ``arange(start, stop)`` or
     ``arange(start, stop, step)``.
 
     The dtype follows torch, not NumPy: when ``dtype`` is not given, any float argument
-    gives ``DEFAULT_FLOAT`` (``arange(0., 1., .25)`` is float32; NumPy would give float64),
+    gives the default float dtype (``get_default_dtype()``) (``arange(0., 1., .25)`` is float32; NumPy would give float64),
     integer arguments give int64. The values are computed in float64 and rounded once to
     the dtype, so a float32 result has no error accumulated over the steps."""
     if not 1 <= len(args) <= 3:
@@ -1711,7 +2210,7 @@ def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if len(args) == 3 and args[2] == 0:
         raise ValueError("arange: step must not be zero")
     if dtype is None:
-        dtype = DEFAULT_FLOAT if "f" in kinds else np.int64
+        dtype = get_default_dtype() if "f" in kinds else np.int64
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         return _new(lambda xp: xp.arange(*args, dtype=np.float64).astype(dtype, copy=False),
@@ -1719,7 +2218,7 @@ def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return _new(lambda xp: xp.arange(*args, dtype=dtype), False, device)
 
 
-def randn(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
+def randn(*shape: Any, generator: Any = None, dtype: Any = None,
           requires_grad: bool = False, device: Any = None) -> Tensor:
     """Standard normal samples from ``generator`` (a seed or numpy Generator). The samples
     are drawn on the host and copied to ``device``, so a seed gives the same numbers on
@@ -1731,7 +2230,7 @@ def randn(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
     return Tensor(data, requires_grad=requires_grad, device=device)
 
 
-def rand(*shape: Any, generator: Any = None, dtype: Any = DEFAULT_FLOAT,
+def rand(*shape: Any, generator: Any = None, dtype: Any = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """Uniform [0, 1) samples from ``generator`` (a seed or numpy Generator), drawn on the
     host and copied to ``device``."""
@@ -1800,6 +2299,8 @@ _SUPPORTED_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 def check_dtype(op: str, dtype: Any, floating: bool = False) -> np.dtype:
     """``dtype`` as a NumPy dtype that a tensor can hold (bool, integers, floats; floats only
     when ``floating``); TypeError naming ``op`` otherwise."""
+    if dtype is None:
+        return get_default_dtype()
     try:
         d = np.dtype(dtype)
     except TypeError as err:
@@ -1865,7 +2366,7 @@ def _tensor_sequence(op: str, tensors: Any) -> list:
                         f"{type(tensors).__name__}")
     items = list(tensors)
     for k, t in enumerate(items):
-        if not isinstance(t, Tensor) and not hasattr(t, "shape"):
+        if not isinstance(t, Tensor) and not hasattr(t, "shape") and not _is_real_scalar(t):
             raise TypeError(f"{op}: tensors[{k}] must be a Tensor, got {type(t).__name__}")
     return items
 

@@ -1078,7 +1078,7 @@ def _choose_mode(opts: CheckOptions, n_in: int, n_out: int) -> str:
 
 def _run_gradcheck(report: CheckReport, fn: Callable, args: list, diff: list, labels: dict,
                    opts: CheckOptions, n_out: int) -> None:
-    n_in = sum(args[k].size for k in diff)
+    n_in = sum(args[k].numel() for k in diff)
     mode = _choose_mode(opts, n_in, n_out)
     name = f"{GRADCHECK} ({mode})"
     try:

@@ -153,7 +153,7 @@ def _loss_number(value: Any, where: str, what: str) -> float:
     """A validation loss as a float: a real number, a NumPy scalar or a one-element
     Tensor/array; a TypeError naming ``where`` for a string or None."""
     if isinstance(value, Tensor):
-        if value.size != 1:
+        if value.numel() != 1:
             raise TypeError(f"{where}: {what} must be one number, got a Tensor of shape "
                             f"{value.shape}")
         return float(value.item())
@@ -173,7 +173,7 @@ def _loss_tensor(loss: Any, where: str, what: str) -> Tensor:
         raise TypeError(f"{where}: {what} must return the loss as a Tensor (one number, with "
                         f"its graph), got {type(loss).__name__}; return the loss Tensor, "
                         f"not loss.item()")
-    if loss.size != 1:
+    if loss.numel() != 1:
         raise ValueError(f"{where}: {what} must return a loss holding one number, got a "
                          f"Tensor of shape {loss.shape}; reduce it first (e.g. .mean())")
     return loss

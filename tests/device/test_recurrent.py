@@ -727,5 +727,6 @@ def test_step_jacobians_of_a_device_model(make: Any, device: str) -> None:
                 F64, "singular values")
     _close_host(tr.monitor.spectral_radius(w_dev[:H]), tr.monitor.spectral_radius(w_cpu[:H]),
                 device, F64, "spectral radius")
-    _close_host(tr.monitor.pascanu_bound(w_dev, range(4)),
-                tr.monitor.pascanu_bound(w_cpu, range(4)), device, F64, "Pascanu bound")
+    # (one gate's square block: a stacked GRU/LSTM weight is refused by name)
+    _close_host(tr.monitor.pascanu_bound(w_dev[:H], range(4)),
+                tr.monitor.pascanu_bound(w_cpu[:H], range(4)), device, F64, "Pascanu bound")

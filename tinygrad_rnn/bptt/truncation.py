@@ -323,7 +323,7 @@ def _gradient_vector(forward: Callable, x: Tensor, schedule: Truncation, loss_fn
     parts = []
     for p in params:
         if p.grad is None:
-            parts.append(np.zeros(p.size))
+            parts.append(np.zeros(p.numel()))
         else:
             g = to_device(p.grad, "cpu")  # explicit copy from a device (no copy on the CPU)
             parts.append(np.asarray(g, dtype=np.float64).ravel())

@@ -6,7 +6,7 @@ from .elementwise import (
 )
 from .linalg import MatMul
 from .losses import BCEWithLogits, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy
-from .reductions import Max, Mean, Min, Sum
+from .reductions import Max, Mean, Min, Norm, Sum
 from .selection import Dropout, Embedding, MaskedFill, Where, check_token_ids
 from .shape import (
     BroadcastTo, Concatenate, GetItem, Reshape, Split, Stack, Transpose, ViewOf, WriteRegion,
@@ -20,4 +20,5 @@ __all__ = [
     "Mean", "Max", "Min", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack",
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
+    "Norm",
 ]

@@ -55,6 +55,7 @@ class Context:
     out_retain: dict | None = None  # output index -> weak reference (Tensor.retain_grad)
     mixed_dtypes = False  # inputs and outputs hold more than one float dtype
     clock = 0  # engine.REBASES when recorded (set only once some in-place write rebased)
+    scope: tuple = ()  # engine.record_scope labels open when recorded (for drawing)
 
     def __init__(self, fn: type) -> None:
         self.fn = fn

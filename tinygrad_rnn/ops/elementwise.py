@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import DEFAULT_FLOAT, get_array_module
+from ..backend import get_array_module, get_default_dtype
 from .base import Context, Function
 
 
@@ -249,7 +249,7 @@ def clip_bounds(op: str, x: Any, lo: Any, hi: Any) -> tuple:
     scalars of that dtype (None stays None), with torch's dtype rule for scalars.
 
     A float tensor keeps its dtype. An integer or boolean tensor with a float bound computes
-    in ``DEFAULT_FLOAT`` (casting 0.5 to the tensor's integers would truncate it: [0, 1, 2, 3]
+    in the default float dtype (casting 0.5 to the tensor's integers would truncate it: [0, 1, 2, 3]
     clipped to [0.5, 2.5] is float32 [0.5, 1, 2, 2.5]), a boolean tensor with integer bounds
     in int64, an integer tensor with integer bounds in its own dtype. Raises ValueError when
     both bounds are None or an integer bound lies outside the result's integer range, and
@@ -271,7 +271,7 @@ def clip_bounds(op: str, x: Any, lo: Any, hi: Any) -> tuple:
         kinds.append(kind)
     dtype = x.dtype
     if dtype.kind != "f" and "f" in kinds:
-        dtype = np.dtype(DEFAULT_FLOAT)
+        dtype = get_default_dtype()
     elif dtype.kind == "b" and any(k in "iu" for k in kinds):
         dtype = np.dtype(np.int64)
     if dtype.kind in "iu":

@@ -207,3 +207,42 @@ class Min(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         return _extremum_backward(ctx, g)
+
+
+class Norm(Function):
+    """y = ||x||_p over ``axis`` = (sum_i |x_i|^p)^(1/p), for a real p > 0 (torch's
+    ``norm(p, dim)``; p = 2 is the Euclidean norm).
+
+    VJP: dL/dx_i = g * sign(x_i) |x_i|^(p-1) / y^(p-1), which for p = 2 is g * x_i / y.
+    Where y = 0 (every x_i is 0) the norm has no derivative; the gradient is 0 there, as in
+    torch (a subgradient), never the NaN of 0/0."""
+
+    float_math = True
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, p: float = 2.0, axis: Any = None,
+                keepdims: bool = False) -> Any:
+        xp = get_array_module(x)
+        axes = normalize_axes("norm", axis, x.shape)
+        a = xp.abs(x)
+        powered = a * a if p == 2.0 else a ** x.dtype.type(p)
+        total = pairwise_sum(powered, axes, keepdims=True)
+        y = xp.sqrt(total) if p == 2.0 else total ** x.dtype.type(1.0 / p)
+        ctx.save_for_backward(x, y)
+        ctx.p, ctx.axes, ctx.keepdims = p, axes, keepdims
+        return y if keepdims else y.reshape(tuple(n for k, n in enumerate(y.shape)
+                                                  if k not in axes))
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> Any:
+        xp = get_array_module(g)
+        x, y = ctx.saved_arrays
+        if not ctx.keepdims:
+            g = g.reshape(y.shape)
+        safe = xp.where(y == 0, 1, y)
+        if ctx.p == 2.0:
+            dx = g * x / safe
+        else:
+            p = x.dtype.type(ctx.p)
+            dx = g * xp.sign(x) * xp.abs(x) ** (p - 1) / safe ** (p - 1)
+        return xp.where(y == 0, 0, dx).astype(x.dtype, copy=False)
