@@ -1,7 +1,8 @@
 """The adding problem (Hochreiter and Schmidhuber) with an Elman RNN: each input step holds a
-random number and a 0/1 marker, the target is the sum of the two marked numbers. An nn.RNN
-with batch_first=True reads the sequence, the last output goes through a Linear layer;
-MSELoss, clip_grad_value_, SGD with momentum, and an evaluation under torch.no_grad()."""
+random number and a 0/1 marker, the target is the sum of the two marked numbers. Batches come
+batch-first from a DataLoader and are transposed to the (T, N, D) layout an nn.RNN reads by
+default; the last output goes through a Linear layer. F.mse_loss, clip_grad_value_, SGD with
+Nesterov momentum, and an evaluation under torch.no_grad()."""
 import numpy as np
 import torch
 import torch.nn as nn
@@ -24,13 +25,14 @@ def adding_data(n, seq_len, rng):
 class ElmanAdder(nn.Module):
     def __init__(self, input_size=2, hidden_size=16):
         super().__init__()
-        self.rnn = nn.RNN(input_size, hidden_size, nonlinearity="tanh", batch_first=True)
+        self.rnn = nn.RNN(input_size, hidden_size, nonlinearity="tanh")
         self.fc = nn.Linear(hidden_size, 1)
 
     def forward(self, x):
-        h0 = torch.zeros(1, x.size(0), self.rnn.hidden_size, dtype=x.dtype)
+        x = x.transpose(0, 1).contiguous()             # (N, T, D) -> (T, N, D)
+        h0 = torch.zeros(1, x.size(1), self.rnn.hidden_size, dtype=x.dtype)
         out, hn = self.rnn(x, h0)
-        return self.fc(out[:, -1, :])
+        return self.fc(out[-1])
 
 
 def main(steps=3, seed=0, init_hook=None):
