@@ -213,6 +213,29 @@ def test_subset_and_custom_collate() -> None:
     assert list(loader) == [[81, 4], [25]]
 
 
+class Batched(Squares):
+    """A dataset that fetches whole batches, recording the index lists it is given."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.requests: list = []
+
+    def __getitems__(self, indices: list) -> list:
+        self.requests.append(indices)
+        return [self[i] for i in indices]
+
+
+def test_getitems_fetches_whole_batches_and_iterator_has_length() -> None:
+    ds = Batched(5)
+    loader = D.DataLoader(ds, batch_size=2)
+    it = iter(loader)
+    assert len(it) == 3
+    first = next(it)
+    np.testing.assert_array_equal(first[1].numpy(), [0, 1])
+    assert [b[1].numpy().tolist() for b in it] == [[4, 9], [16]]
+    assert ds.requests == [[0, 1], [2, 3], [4]]
+
+
 def test_num_workers_loads_in_process_in_order() -> None:
     calls = []
     loader = D.DataLoader(Squares(5), batch_size=2, num_workers=2,

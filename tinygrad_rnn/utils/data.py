@@ -745,6 +745,8 @@ class DataLoader(Generic[T_co]):
     Parameters
     ----------
     dataset : Dataset or IterableDataset
+        A map-style dataset may also define ``__getitems__(indices)`` to fetch a whole batch
+        at once; it is then used instead of one ``__getitem__`` per sample, as in torch.
     batch_size : int or None
         Samples per batch (default 1); None turns batching off (each sample goes through
         ``collate_fn``, by default :func:`default_convert`).
@@ -885,17 +887,23 @@ class DataLoader(Generic[T_co]):
     def _auto_collation(self) -> bool:
         return self.batch_size is not None or self.batch_sampler is not None
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> "_LoaderIterator":
         if self.num_workers > 0 and self.worker_init_fn is not None:
             self.worker_init_fn(0)
         if isinstance(self.dataset, IterableDataset):
-            return self._iter_stream()
-        return self._iter_map()
+            return _LoaderIterator(self, self._iter_stream())
+        return _LoaderIterator(self, self._iter_map())
 
     def _iter_map(self) -> Iterator[Any]:
         if self.batch_sampler is not None:
+            # a dataset may fetch a whole batch at once through __getitems__, as in torch
+            fetch_many = getattr(self.dataset, "__getitems__", None)
             for indices in self.batch_sampler:
-                yield self.collate_fn([self.dataset[i] for i in indices])
+                if fetch_many is not None:
+                    samples = fetch_many(list(indices))
+                else:
+                    samples = [self.dataset[i] for i in indices]
+                yield self.collate_fn(samples)
         else:
             for index in self.sampler:
                 yield self.collate_fn(self.dataset[index])
@@ -923,3 +931,21 @@ class DataLoader(Generic[T_co]):
         if self._auto_collation:
             return _check_sized("DataLoader", "batch_sampler", self.batch_sampler)
         return _check_sized("DataLoader", "sampler", self.sampler)
+
+
+class _LoaderIterator:
+    """One pass over a :class:`DataLoader`: ``next()`` gives the next batch and ``len()`` the
+    number of batches of the pass, as torch's loader iterators do."""
+
+    def __init__(self, loader: DataLoader, batches: Iterator[Any]) -> None:
+        self._loader = loader
+        self._batches = batches
+
+    def __iter__(self) -> "_LoaderIterator":
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._batches)
+
+    def __len__(self) -> int:
+        return len(self._loader)
