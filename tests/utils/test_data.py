@@ -354,6 +354,7 @@ def test_dataloader_conflicts_and_arguments() -> None:
             "num_workers")
     _raises(ValueError, lambda: D.DataLoader(Stream(3), shuffle=True), "shuffle")
     _raises(TypeError, lambda: D.DataLoader(ds, shuffle="yes"), "DataLoader", "shuffle")
+    assert isinstance(D.DataLoader(ds, shuffle=1).sampler, D.RandomSampler)  # as torch
     _raises(TypeError, lambda: D.DataLoader(ds, collate_fn=3), "collate_fn")
     _raises(TypeError, lambda: D.DataLoader(5), "DataLoader", "dataset", "int")
     loader = D.DataLoader(ds, batch_size=2)

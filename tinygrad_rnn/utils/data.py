@@ -833,6 +833,8 @@ class DataLoader(Generic[T_co]):
                     f"{owner}: dataset must be a map-style dataset (with __getitem__) or an "
                     f"IterableDataset, got {type(dataset).__name__}"
                 )
+            if _is_int(shuffle) and shuffle in (0, 1):
+                shuffle = bool(shuffle)  # torch takes shuffle=0/1 too
             shuffle = _check_bool(owner, "shuffle", False if shuffle is None else shuffle)
         if sampler is not None and shuffle:
             raise ValueError(f"{owner}: sampler and shuffle=True cannot be used together; "
