@@ -454,23 +454,27 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: Any =
 
 
 def _weighted(fn: str, loss: Tensor, weight: Any, reduction: str) -> Tensor:
-    """An elementwise ``loss`` ('none') times ``weight`` (broadcast to its shape), then
-    reduced: 'mean' divides by the number of elements, as torch's weighted mse/l1."""
-    w = _tensor(fn, "weight", weight) if isinstance(weight, Tensor) else Tensor(
-        np.asarray(weight, dtype=loss.dtype))
-    if not _core._broadcasts_to(tuple(w.shape), tuple(loss.shape)):
-        raise ValueError(f"{fn}: weight of shape {tuple(w.shape)} must broadcast to the "
-                         f"input shape {tuple(loss.shape)}")
+    """An elementwise ``loss`` ('none') times ``weight`` (of the same shape, as torch
+    requires), then reduced: 'mean' is the weighted mean sum(w loss) / sum(w), as torch's
+    weighted mse/l1. Host weights take the loss's dtype."""
+    w = _core._constant(weight, loss, fn, "weight")
+    if not isinstance(weight, Tensor):
+        w = np.asarray(w, dtype=loss.dtype)
+    w = Tensor(w)
+    if tuple(w.shape) != tuple(loss.shape):
+        raise ValueError(f"{fn}: weight of shape {tuple(w.shape)} must have the input's shape "
+                         f"{tuple(loss.shape)} (as torch requires)")
     loss = loss * w
     if reduction == "none":
         return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
+    return loss.sum() if reduction == "sum" else loss.sum() / w.sum()
 
 
 def mse_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any = None,
              reduction: str = "mean", weight: Any = None) -> Tensor:
     """Mean squared error (input and target of one shape); dL/dinput = 2 (x - t) / n for
-    'mean'. ``weight`` multiplies each squared error before the reduction."""
+    'mean'. ``weight`` (the input's shape) multiplies each squared error, and 'mean' is
+    then the weighted mean, as torch's."""
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
     if weight is None:
         return _core.mse_loss(_tensor("mse_loss", "input", input), target, reduction)

@@ -569,8 +569,9 @@ def _check_unit_values(op: str, name: str, a: Any) -> None:
 #: torch's bound on log(p) in binary cross entropy: a probability of exactly 0 or 1 costs
 #: at most 100 nats instead of inf.
 LOG_FLOOR = -100.0
-#: torch's floor under x (1 - x) in the gradient of binary cross entropy.
-BCE_EPSILON = 1e-12
+#: torch's floor under x (1 - x) in the gradient of binary cross entropy: 1e-12 rounded to
+#: float32 (9.99999996e-13), as torch stores it, in every dtype.
+BCE_EPSILON = float(np.float32(1e-12))
 
 
 class BinaryCrossEntropy(Function):
