@@ -188,7 +188,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     (``negative_slope`` at 0, as in torch)."""
     x = _tensor("leaky_relu", "input", input)
     slope = _real("leaky_relu", "negative_slope", negative_slope)
-    return _inplace("leaky_relu", x, _core.where(x.data > 0, x, x * slope), inplace)
+    return _inplace("leaky_relu", x, _core.where(x._data > 0, x, x * slope), inplace)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -196,7 +196,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     exponential only sees the non-positive entries, so it never overflows."""
     x = _tensor("elu", "input", input)
     alpha = _real("elu", "alpha", alpha)
-    positive = x.data > 0
+    positive = x._data > 0
     negative_part = _core.exp(_core.where(positive, 0.0, x)) - 1.0
     return _inplace("elu", x, _core.where(positive, x, negative_part * alpha), inplace)
 
@@ -221,7 +221,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     threshold = _real("softplus", "threshold", threshold)
     z = x * beta
     smooth = _softplus_stable(z) if beta == 1.0 else _softplus_stable(z) / beta
-    return _core.where(z.data > threshold, x, smooth)
+    return _core.where(z._data > threshold, x, smooth)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -312,7 +312,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
     """Class ids (any shape, integers >= 0) as one-hot rows: an int64 Tensor of shape
     ``tensor.shape + (num_classes,)``; ``num_classes=-1`` takes the largest id + 1. Ids
     outside [0, num_classes) are an IndexError, as torch raises. Not differentiable."""
-    ids = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    ids = tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor)
     _core._check_ids("one_hot", ids)
     if isinstance(num_classes, (bool, np.bool_)) or not isinstance(
             num_classes, (int, np.integer)):
@@ -385,7 +385,7 @@ def _pad_constant(x: Tensor, axis: int, left: int, right: int, fill: float) -> T
                              f"from dimension {axis} of size {n} (input shape {x.shape})")
         x = _slice_axis(x, axis, max(-left, 0), n - max(-right, 0))
     parts = []
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     for size in (left, right):
         shape = x.shape[:axis] + (max(size, 0),) + x.shape[axis + 1:]
         parts.append(Tensor(xp.full(shape, fill, dtype=x.dtype)))
