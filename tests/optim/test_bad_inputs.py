@@ -133,7 +133,7 @@ def test_step_refuses_a_closure_that_is_not_callable(cls: type) -> None:
     with pytest.raises(TypeError, match=rf"^{cls.__name__}\.step: closure must be a callable"
                                         rf".*got int 3"):
         opt.step(closure=3)
-    np.testing.assert_array_equal(p.data, [1.0, -2.0])
+    np.testing.assert_array_equal(p.numpy(), [1.0, -2.0])
 
 
 @pytest.mark.parametrize("key,value,error,message", [
@@ -153,7 +153,7 @@ def test_step_checks_values_written_into_param_groups(key: str, value: Any, erro
     with pytest.raises(error, match=rf"^SGD\.step: parameter group 1: {message}"):
         opt.step()
     for t in (p, q):
-        np.testing.assert_array_equal(t.data, [1.0, -2.0])
+        np.testing.assert_array_equal(t.numpy(), [1.0, -2.0])
     assert not opt.state[p] and not opt.state[q]
 
 
@@ -424,7 +424,7 @@ def test_odd_but_valid_hyperparameters_match_torch(name: str, ours_kwargs: dict,
         p.grad, tp.grad = g.copy(), torch.tensor(g)
         opt.step()
         topt.step()
-    np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14)
 
 
 def test_param_groups_with_odd_overrides_match_torch() -> None:
@@ -447,7 +447,7 @@ def test_param_groups_with_odd_overrides_match_torch() -> None:
         opt.step()
         topt.step()
     for p, tp in zip(ps, tps):
-        np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-14)
     sched = StepLR(opt, 1, gamma=0.5)   # a 0-d array lr was stored as its scalar
     opt.step()
     sched.step()
@@ -494,9 +494,9 @@ def test_load_state_dict_accepts_what_a_diverged_or_fresh_run_saves() -> None:
     sgd_sd["state"][0]["momentum_buffer"] = None
     sgd_opt.load_state_dict(sgd_sd)
     q.grad = np.array([1.0, 2.0])
-    before = q.data.copy()
+    before = q.numpy().copy()
     sgd_opt.step()                              # the buffer starts again from the gradient
-    np.testing.assert_allclose(q.data, before - 0.1 * np.array([1.0, 2.0]))
+    np.testing.assert_allclose(q.numpy(), before - 0.1 * np.array([1.0, 2.0]))
 
 
 def test_scheduler_over_an_optimizer_with_numpy_hyperparameters() -> None:

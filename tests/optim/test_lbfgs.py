@@ -306,8 +306,8 @@ def test_a_torch_lbfgs_state_dict_loads():
     options = {"history_size": 4, "max_iter": 5, "line_search_fn": "strong_wolfe"}
     (opt, closure, ours), (ref, ref_closure, theirs), _ = make_pair("quadratic", **options)
     ref.step(ref_closure)
-    with torch.no_grad():
-        ours[0].data[...] = theirs[0].detach().numpy()
+    with tr.no_grad():
+        ours[0].copy_(theirs[0].detach().numpy())
     opt.load_state_dict(ref.state_dict())                # torch tensors inside, as torch made it
     assert isinstance(opt.state[ours[0]]["d"], np.ndarray)
     opt.step(closure)
@@ -389,7 +389,10 @@ def test_a_bad_gradient_is_named():
     opt = tr.optim.LBFGS([w])
 
     def closure():
-        w.grad = np.ones(2)
+        if hasattr(w, "_grad"):          # past the .grad setter's own check
+            w._grad = np.ones(2)
+        else:
+            w.grad = np.ones(2)
         return (w * w).sum()
 
     with pytest.raises(ValueError, match=r"LBFGS.step: parameter 0 \(shape \(3,\).* has a "

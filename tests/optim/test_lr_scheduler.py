@@ -128,7 +128,7 @@ def test_scheduled_lr_is_used_by_the_optimizer() -> None:
         w.grad = np.ones(1)
         opt.step()
         sched.step()
-        positions.append(float(w.data[0]))
+        positions.append(float(w.numpy()[0]))
     np.testing.assert_allclose(positions, [-1.0, -2.0, -2.1, -2.2], rtol=1e-15)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .optimizer import (
-    Optimizer, ParamsT, _check_flag, _check_nonneg, _new_step_counter,
+    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_torch_flags, _new_step_counter,
 )
 
 __all__ = ["Adagrad"]
@@ -44,6 +44,10 @@ class Adagrad(Optimizer):
         >= 0 (default 1e-10).
     maximize : bool
         Maximize the objective instead of minimizing it.
+    foreach, differentiable, fused
+        torch's implementation switches, keyword only: ``foreach`` is accepted without
+        effect, the others only at their defaults (see ``_check_torch_flags`` in
+        :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
     -----
@@ -58,7 +62,10 @@ class Adagrad(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
-                 eps: float = 1e-10, *, maximize: bool = False) -> None:
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        _check_torch_flags("Adagrad", foreach=foreach, fused=fused,
+                           differentiable=differentiable)
         defaults = {
             "lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
             "initial_accumulator_value": initial_accumulator_value, "maximize": maximize,
@@ -86,14 +93,14 @@ class Adagrad(Optimizer):
 
     @staticmethod
     def _init_state(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
-        xp = get_array_module(p.data)
+        xp = get_array_module(p._data)
         state["step"] = _new_step_counter()
         state["sum"] = xp.full(p.shape, float(group["initial_accumulator_value"]),
                                dtype=p.dtype)
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
-        xp = get_array_module(p.data)
+        xp = get_array_module(p._data)
         if len(state) == 0:           # a parameter added later with add_param_group
             self._init_state(p, state, group)
         lr = float(group["lr"])
@@ -105,10 +112,10 @@ class Adagrad(Optimizer):
         t = float(state["step"])
         g = -grad if group["maximize"] else grad              # never modified in place
         if weight_decay != 0:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * p._data
         clr = lr / (1 + (t - 1) * lr_decay)                   # gamma_t
         state_sum = state["sum"]
-        work = xp.multiply(g, g, out=xp.empty_like(p.data))  # g_t^2 (an array even if 0-d)
+        work = xp.multiply(g, g, out=xp.empty_like(p._data))  # g_t^2 (an array even if 0-d)
         state_sum += work                                     # G_t
         xp.sqrt(state_sum, out=work)
         work += eps                                           # sqrt(G_t) + eps

@@ -8,7 +8,8 @@ import numpy as np
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .optimizer import (
-    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_unit_interval, _lerp_,
+    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_torch_flags, _check_unit_interval,
+    _lerp_,
     _new_step_counter,
 )
 
@@ -56,6 +57,10 @@ class Adam(Optimizer):
         Maximize the objective instead of minimizing it.
     decoupled_weight_decay : bool
         Decay the weights directly (AdamW) instead of adding lambda theta to the gradient.
+    foreach, capturable, differentiable, fused
+        torch's implementation switches, keyword only: ``foreach`` is accepted without
+        effect, the others only at their defaults (see ``_check_torch_flags`` in
+        :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
     -----
@@ -79,8 +84,12 @@ class Adam(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        _check_torch_flags(type(self).__name__, foreach=foreach, fused=fused,
+                           capturable=capturable, differentiable=differentiable)
         defaults = {
             "lr": lr, "betas": _pair(type(self).__name__, betas), "eps": eps,
             "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize,
@@ -107,13 +116,13 @@ class Adam(Optimizer):
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
-        xp = get_array_module(p.data)
+        xp = get_array_module(p._data)
         if len(state) == 0:
             state["step"] = _new_step_counter()
-            state["exp_avg"] = xp.zeros_like(p.data)
-            state["exp_avg_sq"] = xp.zeros_like(p.data)
+            state["exp_avg"] = xp.zeros_like(p._data)
+            state["exp_avg_sq"] = xp.zeros_like(p._data)
             if group["amsgrad"]:
-                state["max_exp_avg_sq"] = xp.zeros_like(p.data)
+                state["max_exp_avg_sq"] = xp.zeros_like(p._data)
         lr = float(group["lr"])
         beta1, beta2 = (float(b) for b in group["betas"])
         eps = float(group["eps"])
@@ -127,11 +136,11 @@ class Adam(Optimizer):
             if group["decoupled_weight_decay"]:
                 p.mul_(1.0 - lr * weight_decay)               # theta <- theta - gamma lambda theta
             else:
-                g = g + weight_decay * p.data                 # g_t <- g_t + lambda theta
+                g = g + weight_decay * p._data                 # g_t <- g_t + lambda theta
 
         _lerp_(exp_avg, g, 1.0 - beta1)                       # m_t
         exp_avg_sq *= beta2                                   # v_t = beta2 v_{t-1}
-        work = xp.multiply(g, 1.0 - beta2, out=xp.empty_like(p.data))  # + ((1 - beta2) g_t) g_t
+        work = xp.multiply(g, 1.0 - beta2, out=xp.empty_like(p._data))  # + ((1 - beta2) g_t) g_t
         work *= g
         exp_avg_sq += work
 
@@ -141,7 +150,7 @@ class Adam(Optimizer):
         bias_correction2_sqrt = bias_correction2 ** 0.5
         if group["amsgrad"]:
             if "max_exp_avg_sq" not in state:  # switched on after the state was made
-                state["max_exp_avg_sq"] = xp.zeros_like(p.data)
+                state["max_exp_avg_sq"] = xp.zeros_like(p._data)
             v_max = state["max_exp_avg_sq"]
             xp.maximum(v_max, exp_avg_sq, out=v_max)
             xp.sqrt(v_max, out=work)
@@ -194,8 +203,12 @@ class AdamW(Adam):
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

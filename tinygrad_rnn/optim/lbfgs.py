@@ -320,7 +320,7 @@ class LBFGS(Optimizer):
     # ---------------------------------------------------------------- flat vectors
     def _flat_grad(self) -> Any:
         """All gradients as one new flat vector (zeros for a parameter without one)."""
-        xp = get_array_module(self._params[0].data)
+        xp = get_array_module(self._params[0]._data)
         parts = []
         for k, p in enumerate(self._params):
             grad = _grad_array(p)
@@ -328,7 +328,7 @@ class LBFGS(Optimizer):
                 parts.append(xp.zeros(int(np.prod(p.shape)), dtype=p.dtype))
                 continue
             if tuple(grad.shape) != p.shape or grad.dtype != p.dtype \
-                    or type(grad) is not type(p.data):
+                    or type(grad) is not type(p._data):
                 raise ValueError(
                     f"LBFGS.step: parameter {k} (shape {p.shape}, dtype {p.dtype} on "
                     f"{p.device}) has a gradient of shape {tuple(grad.shape)}, dtype "
@@ -346,7 +346,7 @@ class LBFGS(Optimizer):
             offset += n
 
     def _copy_params(self) -> list[Any]:
-        return [p.data.copy() for p in self._params]
+        return [p._data.copy() for p in self._params]
 
     def _set_params(self, values: list[Any]) -> None:
         for p, value in zip(self._params, values):

@@ -47,6 +47,15 @@ stored as bools. They are checked when a group is added or loaded and again at e
 ``step()``, so a value written into ``param_groups`` by hand (a scheduler's, a user's) is
 checked too. Each message names the class (and method), the argument and the value.
 
+torch's implementation switches
+-------------------------------
+The constructors take torch's keyword arguments ``foreach``, ``fused``, ``capturable`` and
+``differentiable`` (where torch's constructor has them), so torch programs run unchanged.
+``foreach`` (a speed switch) is accepted and has no effect; the other three are accepted at
+their defaults (None or False) and refused when True (a ValueError that says why). None of
+them is stored in ``param_groups``; a torch state dict that holds them loads (its extra
+entries are kept).
+
 Devices
 -------
 State arrays (momentum, moment estimates) are created with the parameter's array module, on
@@ -90,10 +99,10 @@ def _new_step_counter() -> np.ndarray:
 def _grad_array(param: Tensor) -> Any:
     """The gradient of ``param`` as the optimizers read it: a raw backend array, or None.
 
-    The one place in :mod:`tinygrad_rnn.optim` that reads ``.grad``. Today ``p.grad`` holds
-    the raw array itself; were it a Tensor (torch's ``.grad``), this would return its
-    ``.data``, and nothing else here would change."""
-    return param.grad
+    The one place in :mod:`tinygrad_rnn.optim` that reads the gradient. Where ``p.grad`` is
+    a Tensor (torch's ``.grad``) the raw array the engine accumulates into is ``p._grad``;
+    before that change ``p.grad`` held the raw array itself (both are read here)."""
+    return param._grad if hasattr(param, "_grad") else param.grad
 
 
 def _lerp_(start: Any, end: Any, weight: float) -> None:
@@ -298,7 +307,7 @@ class Optimizer:
             if not _is_raw_array(grad):
                 raise TypeError(f"{where}: {described}, {_not_an_array_message(grad)}")
             if (tuple(grad.shape) != p.shape or grad.dtype != p.dtype
-                    or type(grad) is not type(p.data)):
+                    or type(grad) is not type(p._data)):
                 raise ValueError(
                     f"{where}: {described} has a gradient of shape {tuple(grad.shape)}, "
                     f"dtype {grad.dtype} on {device_of(grad)}"
@@ -610,6 +619,32 @@ def _check_unit_interval(where: str, what: str, name: str, value: Any) -> Any:
     return value
 
 
+def _check_torch_flags(where: str, foreach: Any = None, fused: Any = None,
+                       capturable: Any = False, differentiable: Any = False) -> None:
+    """Check torch's implementation switches, accepted so that torch programs run unchanged.
+
+    ``foreach`` (None, True or False) picks torch's multi-tensor kernels, a speed switch:
+    accepted and without effect (every update here is the single-tensor one, in torch's
+    order of operations). ``fused=True`` (torch's fused kernels, rounded differently),
+    ``capturable=True`` (CUDA graphs) and ``differentiable=True`` (gradients through the
+    update, i.e. higher-order gradients, out of scope) are refused with a ValueError; their
+    defaults (None or False) are accepted. None of them is stored in ``param_groups``."""
+    if foreach is not None:
+        _check_flag(where, "foreach", foreach)
+    for name, value, why in (
+            ("fused", fused, "torch's fused kernels do not exist here (there is one "
+                             "implementation, torch's single-tensor order of operations)"),
+            ("capturable", capturable, "CUDA graph capture is not supported"),
+            ("differentiable", differentiable, "differentiating through the update would "
+                                               "need higher-order gradients, which are out "
+                                               "of scope")):
+        if value is None and name == "fused":
+            continue
+        if _check_flag(where, name, value):
+            raise ValueError(f"{where}: {name}=True is not supported: {why}; leave {name} "
+                             f"out (or pass {name}={None if name == 'fused' else False})")
+
+
 def _check_flag(where: str, name: str, value: Any) -> bool:
     """``value`` as a bool: ``True``/``False`` (Python or NumPy) or the integers 0 and 1 (as
     the layers take ``bias=1``); a TypeError naming ``where`` and ``name`` for anything else
@@ -660,7 +695,7 @@ def _state_array(value: Any) -> Any:
     NumPy scalar as a 0-d array, a foreign array such as torch's through ``__array__``), or
     None when it is no array (a number, a list, None)."""
     if isinstance(value, Tensor):
-        return value.data
+        return value._data
     if isinstance(value, np.generic):
         return np.asarray(value)
     if not hasattr(value, "shape") or not hasattr(value, "dtype"):
@@ -699,7 +734,7 @@ def _follow_parameter(state: dict[str, Any], param: Tensor) -> None:
     were created (``Module.to`` after a step). The arrays of one parameter are created and
     moved together, so when the first one is in place (the usual case) all are: one type
     and one dtype comparison per parameter and step."""
-    data = param.data
+    data = param._data
     for name, value in state.items():
         if name != "step" and hasattr(value, "shape"):
             if type(value) is type(data) and value.dtype == data.dtype:

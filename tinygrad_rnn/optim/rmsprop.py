@@ -8,7 +8,8 @@ import numpy as np
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .optimizer import (
-    Optimizer, ParamsT, _check_flag, _check_nonneg, _lerp_, _new_step_counter,
+    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_torch_flags, _lerp_,
+    _new_step_counter,
 )
 
 __all__ = ["RMSprop"]
@@ -54,6 +55,10 @@ class RMSprop(Optimizer):
         Normalize by an estimate of the gradient's variance instead of its second moment.
     maximize : bool
         Maximize the objective instead of minimizing it.
+    capturable, foreach, differentiable
+        torch's implementation switches (positional, as in torch): ``foreach`` is
+        accepted without effect, the others only at their defaults (see
+        ``_check_torch_flags`` in :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
     -----
@@ -80,7 +85,11 @@ class RMSprop(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
-                 centered: bool = False, *, maximize: bool = False) -> None:
+                 centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check_torch_flags("RMSprop", foreach=foreach, capturable=capturable,
+                           differentiable=differentiable)
         defaults = {
             "lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
             "centered": centered, "weight_decay": weight_decay, "maximize": maximize,
@@ -104,7 +113,7 @@ class RMSprop(Optimizer):
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
-        xp = get_array_module(p.data)
+        xp = get_array_module(p._data)
         lr = float(group["lr"])
         alpha = float(group["alpha"])
         eps = float(group["eps"])
@@ -112,25 +121,25 @@ class RMSprop(Optimizer):
         momentum = float(group["momentum"])
         if len(state) == 0:
             state["step"] = _new_step_counter()
-            state["square_avg"] = xp.zeros_like(p.data)
+            state["square_avg"] = xp.zeros_like(p._data)
             if momentum > 0:
-                state["momentum_buffer"] = xp.zeros_like(p.data)
+                state["momentum_buffer"] = xp.zeros_like(p._data)
             if group["centered"]:
-                state["grad_avg"] = xp.zeros_like(p.data)
+                state["grad_avg"] = xp.zeros_like(p._data)
 
         state["step"] += 1
         g = -grad if group["maximize"] else grad              # never modified in place
         if weight_decay != 0:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * p._data
 
         square_avg = state["square_avg"]
         square_avg *= alpha                                   # v_t = alpha v_{t-1}
-        work = xp.multiply(g, 1.0 - alpha, out=xp.empty_like(p.data))  # + ((1 - alpha) g_t) g_t
+        work = xp.multiply(g, 1.0 - alpha, out=xp.empty_like(p._data))  # + ((1 - alpha) g_t) g_t
         work *= g
         square_avg += work
         if group["centered"]:
             if "grad_avg" not in state:  # switched on after the state was made
-                state["grad_avg"] = xp.zeros_like(p.data)
+                state["grad_avg"] = xp.zeros_like(p._data)
             grad_avg = state["grad_avg"]
             _lerp_(grad_avg, g, 1.0 - alpha)                  # gbar_t
             xp.multiply(grad_avg, grad_avg, out=work)
@@ -148,7 +157,7 @@ class RMSprop(Optimizer):
 
         if momentum > 0:
             if "momentum_buffer" not in state:  # switched on after the state was made
-                state["momentum_buffer"] = xp.zeros_like(p.data)
+                state["momentum_buffer"] = xp.zeros_like(p._data)
             buf = state["momentum_buffer"]
             buf *= momentum                                   # b_t = mu b_{t-1} + g_t / s_t
             xp.divide(g, work, out=work)

@@ -6,7 +6,7 @@ from typing import Any
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .optimizer import (
-    Optimizer, ParamsT, _check_finite, _check_flag, _check_nonneg,
+    Optimizer, ParamsT, _check_finite, _check_flag, _check_nonneg, _check_torch_flags,
 )
 
 __all__ = ["SGD"]
@@ -48,6 +48,10 @@ class SGD(Optimizer):
         Nesterov momentum; needs ``momentum > 0`` and ``dampening == 0``.
     maximize : bool
         Maximize the objective (ascend the gradient) instead of minimizing it.
+    foreach, differentiable, fused
+        torch's implementation switches, keyword only: ``foreach`` is accepted without
+        effect, the others only at their defaults (see ``_check_torch_flags`` in
+        :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
     -----
@@ -61,13 +65,16 @@ class SGD(Optimizer):
     >>> opt = SGD([w], lr=0.1)
     >>> (w * w).sum().backward()          # grad = 2 w
     >>> opt.step()
-    >>> w.data
+    >>> w.numpy()
     array([ 0.8, -1.6])
     """
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        _check_torch_flags("SGD", foreach=foreach, fused=fused,
+                           differentiable=differentiable)
         defaults = {
             "lr": lr, "momentum": momentum, "dampening": dampening,
             "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
@@ -95,7 +102,7 @@ class SGD(Optimizer):
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:
-        xp = get_array_module(p.data)
+        xp = get_array_module(p._data)
         lr = float(group["lr"])
         momentum = float(group["momentum"])
         dampening = float(group["dampening"])
@@ -103,7 +110,7 @@ class SGD(Optimizer):
 
         g = -grad if group["maximize"] else grad              # never modified in place
         if weight_decay != 0:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * p._data
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
