@@ -1077,6 +1077,35 @@ R("CosineAnnealingLR-T_max-zero", lambda: sched.CosineAnnealingLR(OPT(), 0),
 R("CosineAnnealingLR-eta_min-str", lambda: sched.CosineAnnealingLR(OPT(), 5, eta_min="0"),
   "CosineAnnealingLR", "eta_min")
 R("StepLR-str-lr-optimizer", lambda: _steplr_str_lr(), "lr")
+R("MultiStepLR-milestones-int", lambda: sched.MultiStepLR(OPT(), 3), "MultiStepLR", "milestones")
+R("MultiStepLR-milestones-float", lambda: sched.MultiStepLR(OPT(), [2.5]), "MultiStepLR",
+  "milestones")
+R("LambdaLR-lr_lambda-float", lambda: sched.LambdaLR(OPT(), 0.5), "LambdaLR", "lr_lambda")
+R("ReduceLROnPlateau-factor-one", lambda: sched.ReduceLROnPlateau(OPT(), factor=1.0),
+  "ReduceLROnPlateau", "factor")
+R("ReduceLROnPlateau-mode-str", lambda: sched.ReduceLROnPlateau(OPT(), mode="low"),
+  "ReduceLROnPlateau", "mode")
+R("ReduceLROnPlateau-step-no-metrics", lambda: sched.ReduceLROnPlateau(OPT()).step(),
+  "ReduceLROnPlateau.step", "metrics")
+R("LBFGS-history_size-zero", lambda: optim.LBFGS([P(2)], history_size=0), "LBFGS",
+  "history_size")
+R("LBFGS-line_search_fn-str", lambda: optim.LBFGS([P(2)], line_search_fn="armijo"), "LBFGS",
+  "line_search_fn")
+R("LBFGS-step-no-closure", lambda: optim.LBFGS([P(2)]).step(), "LBFGS.step", "closure")
+R("SGD-fused-true", lambda: optim.SGD([P(2)], lr=0.1, fused=True), "SGD", "fused")
+R("Adam-differentiable-true", lambda: optim.Adam([P(2)], differentiable=True), "Adam",
+  "differentiable")
+A("SGD-foreach-true", lambda: _sgd_step(foreach=True), lambda: _sgd_step())
+A("MultiStepLR-milestones-np", lambda: _sched_lrs(lambda o: sched.MultiStepLR(o, np.array([1, 3]))),
+  lambda: _sched_lrs(lambda o: sched.MultiStepLR(o, [1, 3])))
+
+
+def _sgd_step(**kw: Any) -> np.ndarray:
+    p = P(2)
+    o = optim.SGD([p], lr=0.1, **kw)
+    p.grad = np.ones(2, dtype=p.dtype)
+    o.step()
+    return p.numpy()
 A("StepLR-step_size-np-int", lambda: _sched_lrs(lambda o: sched.StepLR(o, np.int64(2))),
   lambda: _sched_lrs(lambda o: sched.StepLR(o, 2)))
 A("ExponentialLR-gamma-np", lambda: _sched_lrs(lambda o: sched.ExponentialLR(o, np.float32(0.5))),
