@@ -178,7 +178,6 @@ def test_the_optimum_is_reached_and_a_converged_step_returns_at_once():
         "quadratic", line_search_fn="strong_wolfe", max_iter=100, tolerance_change=1e-30)
     opt.step(closure)
     ref.step(ref_closure)
-    init, loss = quadratic()
     a, b = _quadratic_data()
     np.testing.assert_allclose(ours[0].numpy(), np.linalg.solve(a, b), atol=1e-7)
     before = calls["ours"]

@@ -564,11 +564,6 @@ class LBFGS(Optimizer):
         moved = to_device(array, device)
         return moved.astype(dtype, copy=moved is array or moved is value)
 
-    def state_dict(self) -> dict[str, Any]:
-        """As :meth:`Optimizer.state_dict`: the state of the first parameter (index 0) holds
-        the L-BFGS history, copied."""
-        return super().state_dict()
-
 
 def _load_number(at: str, value: Any) -> Any:
     """A scalar state entry (a number, a NumPy scalar, a one-element array or Tensor) as a
