@@ -13,8 +13,14 @@ Subcommands
     recurrent layers on random inputs; prints a table and exits 1 when any check fails.
 ``bench``
     Run ``benchmarks/recurrent.py`` (source checkout only); other flags are passed through.
+``graph MODEL``
+    Draw the autograd graph of a small Elman/GRU/LSTM network (``elman``, ``gru``,
+    ``lstm``) unrolled over ``--steps`` steps, on each engine, shaded by gradient norm
+    (:func:`tinygrad_rnn.viz.graph`); .svg/.png/.pdf need Graphviz's ``dot``, .dot files
+    need nothing.
 ``info``
-    Versions, array backends, BLAS and thread settings: what to paste into a bug report.
+    Versions, array backends, BLAS and thread settings, whether Graphviz's ``dot`` is found:
+    what to paste into a bug report.
 
 Exit codes: 0 success, 1 a failed check or demo, 2 a usage error (argparse's convention: bad
 arguments, an unknown demo, a folder that only exists in a source checkout).
@@ -26,6 +32,7 @@ import ast
 import importlib.util
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,6 +51,8 @@ examples:
   tinygrad-rnn gradcheck --device cuda         # the same checks on the GPU (CuPy)
   tinygrad-rnn bench --quick                   # benchmarks/recurrent.py --quick
   tinygrad-rnn bench --quick --cells lstm --threads 1
+  tinygrad-rnn graph lstm --steps 8 --out out/graph   # the unrolled graph, both engines
+  tinygrad-rnn graph elman --steps 30 --engine autograd --format dot --out out/graph
   tinygrad-rnn info                            # versions, backends, BLAS, threads
 
 demo and bench need the repository's demos/ and benchmarks/ folders: run them from a source
@@ -330,6 +339,60 @@ def _blas() -> list[str]:
     return lines
 
 
+def _graphviz_line() -> str:
+    """Whether Graphviz's ``dot`` (which tr.viz.graph needs for .svg/.png/.pdf) is found,
+    and its version."""
+    from .graph import find_dot
+
+    dot = find_dot()
+    if dot is None:
+        return ("dot not found on PATH: tr.viz.graph(...).save() can write .dot only "
+                "(install Graphviz: apt-get install graphviz, conda install -c conda-forge "
+                "graphviz, brew install graphviz)")
+    try:
+        done = subprocess.run([dot, "-V"], capture_output=True, text=True, timeout=10)
+        version = (done.stderr or done.stdout).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        version = "version unknown"
+    return f"dot {dot} ({version})"
+
+
+# ----------------------------------------------------------------------------- graph
+GRAPH_MODELS = {"elman": "RNN", "gru": "GRU", "lstm": "LSTM"}
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    """Draw a small recurrent network's graph on each engine asked for."""
+    import tinygrad_rnn as tr
+
+    from .graph import find_dot
+
+    if args.format != "dot" and find_dot() is None:
+        raise UsageError(f"writing .{args.format} files needs Graphviz's `dot`, which is "
+                         f"not on PATH: install Graphviz (apt-get install graphviz, conda "
+                         f"install -c conda-forge graphviz, brew install graphviz) or pass "
+                         f"--format dot")
+    os.makedirs(args.out, exist_ok=True)
+    engines = ("autograd", "fused") if args.engine == "both" else (args.engine,)
+    collapse = {"auto": "auto", "on": True, "off": False}[args.collapse]
+    for engine in engines:
+        tr.manual_seed(args.seed)
+        layer_class = getattr(tr.nn, GRAPH_MODELS[args.model])
+        model = layer_class(args.input_size, args.hidden, engine=engine)
+        model.track_state_grads = True  # the fused op's per-step ||dL/dh_t|| strip
+        x = tr.randn(args.steps, args.batch, args.input_size)
+        out, _ = model(x)
+        loss = (out[-1] ** 2).sum()  # the loss at the last step only: watch it fade
+        with tr.viz.record_backward() as rec:
+            loss.backward()
+        drawing = tr.viz.graph(rec, params=model, collapse=collapse,
+                               hide="small" if args.hide_small else None)
+        name = f"{args.model}_{engine}_T{args.steps}.{args.format}"
+        path = drawing.save(os.path.join(args.out, name))
+        print(f"{path}: {drawing!r}")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from . import __version__
 
@@ -351,6 +414,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from . import allocator
 
     print(f"  {allocator.status()}")
+    print("\ngraphviz:")
+    print(f"  {_graphviz_line()}")
     print("\nthreads:")
     for var in THREAD_ENV_VARS:
         print(f"  {var:<23} {os.environ.get(var, '(unset)')}")
@@ -482,11 +547,47 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("--quick", action="store_true", help="the benchmark's quick mode")
 
+    draw = sub.add_parser(
+        "graph", help="draw the autograd graph of a small recurrent network",
+        description="Build a small Elman/GRU/LSTM layer, unroll it over --steps steps, take "
+                    "the loss at the last step, backpropagate, and draw the graph on each "
+                    "engine (autograd: one cluster per step; fused: one node per layer "
+                    "with its per-step ||dL/dh_t|| strip), shaded by gradient norm. Writes "
+                    "DIR/MODEL_ENGINE_TT.FORMAT; svg, png and pdf need Graphviz's dot.",
+        epilog="examples:\n  tinygrad-rnn graph lstm --steps 8 --out out/graph\n"
+               "  tinygrad-rnn graph gru --steps 100 --engine autograd --out out/graph\n"
+               "  tinygrad-rnn graph elman --format dot --out out/graph",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    draw.add_argument("model", choices=tuple(GRAPH_MODELS), metavar="MODEL",
+                      help="elman, gru or lstm")
+    draw.add_argument("--steps", type=whole_number(1), default=8, metavar="T",
+                      help="time steps (default 8)")
+    draw.add_argument("--out", type=out_folder, default=".", metavar="DIR",
+                      help="folder for the drawings (created; default the current folder)")
+    draw.add_argument("--engine", choices=("autograd", "fused", "both"), default="both",
+                      help="which engine to draw (default both)")
+    draw.add_argument("--format", choices=("svg", "png", "pdf", "dot"), default="svg",
+                      help="file type (default svg; dot needs no Graphviz)")
+    draw.add_argument("--collapse", choices=("auto", "on", "off"), default="auto",
+                      help="draw each step as one node (auto: above "
+                           "tr.graph.AUTO_COLLAPSE_OPS ops)")
+    draw.add_argument("--hide-small", action="store_true",
+                      help="draw through reshapes and transposes")
+    draw.add_argument("--hidden", type=whole_number(1), default=4, metavar="H",
+                      help="hidden size (default 4)")
+    draw.add_argument("--input-size", type=whole_number(1), default=3, metavar="D",
+                      help="input size (default 3)")
+    draw.add_argument("--batch", type=whole_number(1), default=2, metavar="N",
+                      help="batch size (default 2)")
+    draw.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
+                      help="random seed (default 0)")
+
     parser.set_defaults(commands=sub.choices)
-    sub.add_parser("info", help="versions, backends, BLAS and thread settings",
+    sub.add_parser("info", help="versions, backends, BLAS, threads, Graphviz",
                    description="Print versions (tinygrad_rnn, Python, NumPy, matplotlib, "
                                "tqdm, hypothesis, torch, cupy), the array backends, BLAS "
-                               "and thread settings, and the CPU count.")
+                               "and thread settings, whether Graphviz's dot is found, and "
+                               "the CPU count.")
     return parser
 
 
@@ -513,6 +614,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_gradcheck(args)
         if args.command == "bench":
             return _cmd_bench(args, extra)
+        if args.command == "graph":
+            return _cmd_graph(args)
         return _cmd_info(args)
     except UsageError as err:
         print(f"tinygrad-rnn {args.command}: error: {err}", file=sys.stderr)

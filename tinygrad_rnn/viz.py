@@ -1,4 +1,6 @@
-"""Plots for gradient experiments (matplotlib, Agg when headless).
+"""Plots for gradient experiments (matplotlib, Agg when headless), and the autograd graph
+drawn with Graphviz: :func:`graph` and :func:`record_backward` (from
+:mod:`tinygrad_rnn.graph`, see docs/graph.md).
 
 Every function returns the :class:`matplotlib.figure.Figure` and writes a file only when given
 ``path`` (the extension picks the format: ``.png`` or ``.svg``; parent folders are created,
@@ -20,10 +22,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .graph import BackwardRecord, Graph, graph, record_backward
 from .tensor import Tensor
 
 __all__ = ["plot_norms_vs_distance", "plot_state_grad_heatmap", "plot_spectral_sweep",
-           "plot_learning_curves", "plot_attention", "save_figure"]
+           "plot_learning_curves", "plot_attention", "save_figure",
+           "graph", "Graph", "record_backward", "BackwardRecord"]
 
 _FORMATS = (".png", ".svg")
 
