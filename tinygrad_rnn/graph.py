@@ -805,11 +805,9 @@ class _Layout:
         self.cluster_of_scope = self._clusters(visible)
         self.collapsed = self._collapsed_scopes() if collapse else set()
         # 5. the drawn nodes, in the order of a breadth-first walk from the root
-        self.node_of_item: dict[tuple, str] = {}
         self.nodes: dict[str, DrawnNode] = {}
         self.edges: list[tuple[str, str]] = []
         self.edge_labels: dict[tuple[str, str], str] = {}
-        self.bundled = 0
         self.elided = 0
         self._draw(cap)
 
@@ -869,12 +867,15 @@ class _Layout:
                     continue
                 inner = self.scope[k]
                 for depth in range(1, len(inner) + 1):
-                    if outer[:depth] != inner[:depth]:
-                        exported[inner[:depth]].add((k, index))
+                    prefix = inner[:depth]
+                    # (a cluster of hidden ops only is not drawn, so it has no entry)
+                    if outer[:depth] != prefix and prefix in exported:
+                        exported[prefix].add((k, index))
         if root[0] == "op":
             scope = self.scope[root[1]]
             for depth in range(1, len(scope) + 1):
-                exported[scope[:depth]].add((root[1], root[2]))
+                if scope[:depth] in exported:
+                    exported[scope[:depth]].add((root[1], root[2]))
         for prefix, cluster in clusters.items():
             norms = [ops[k].grad_norms[i] for k, i in exported[prefix]
                      if i in ops[k].grad_norms]
@@ -916,9 +917,11 @@ class _Layout:
                     homes.setdefault(src, set()).add(unit)
         absorbed = {}
         for leaf, units in homes.items():
-            (unit,) = units if len(units) == 1 else (None,)
+            if len(units) != 1:
+                continue
+            unit = next(iter(units))
             record = self.capture.leaves[leaf[1]]
-            if unit is not None and unit[0] == "step" and not record.requires_grad \
+            if unit[0] == "step" and not record.requires_grad \
                     and math.prod(record.shape) == 1:
                 absorbed[leaf] = unit
         return absorbed
@@ -954,7 +957,7 @@ class _Layout:
         dropped = order[len(kept):]
         ids = {unit: f"n{j}" for j, unit in enumerate(kept)}
         for unit in kept:
-            node = self._make_node(unit, ids[unit], members.get(unit, ()))
+            node = self._make_node(unit, ids[unit])
             self.nodes[node.id] = node
         for unit in kept:
             for src in unit_inputs.get(unit, ()):
@@ -988,22 +991,21 @@ class _Layout:
             if len(edges) > BUNDLE_STEPS:
                 self.edge_labels[self.edges[edges[-1]]] = f"from {len(edges)} steps"
                 drop.update(edges[:-1])
-        self.bundled = len(drop)
         self.edges = [e for j, e in enumerate(self.edges) if j not in drop]
 
-    def _make_node(self, unit: tuple, node_id: str, members: Iterable[int]) -> DrawnNode:
+    def _make_node(self, unit: tuple, node_id: str) -> DrawnNode:
         kind, key = unit
         is_root = unit == self._unit(self.root_item)
         if kind == "leaf":
             node = self._leaf_node(key, node_id)
         elif kind == "step":
-            node = self._step_node(key, node_id, list(members))
+            node = self._step_node(key, node_id)
         else:
             node = self._op_node(key, node_id)
         if is_root:
             node.attrs["peripheries"] = "2"
             root_text = f"{_fmt_shape(self.capture.root_meta[0])} {self.capture.root_meta[1]}"
-            node.attrs["xlabel"] = f"root {root_text}"
+            node.attrs["tooltip"] = f"root {root_text}"
         return node
 
     def _leaf_node(self, key: int, node_id: str) -> DrawnNode:
@@ -1045,7 +1047,7 @@ class _Layout:
             node.attrs["strip"] = strip
         return node
 
-    def _step_node(self, prefix: tuple, node_id: str, members: list[int]) -> DrawnNode:
+    def _step_node(self, prefix: tuple, node_id: str) -> DrawnNode:
         cluster = self.cluster_of_scope[prefix]
         lines = [cluster.title, f"{cluster.ops} ops"]
         if cluster.norm is not None:
