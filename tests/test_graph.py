@@ -522,3 +522,38 @@ def test_docstring_examples_run() -> None:
 
     result = doctest.testmod(graph_module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted >= 5
+
+
+def _cuda_missing() -> str:
+    try:
+        tr.backend.module_for_device("cuda")
+    except RuntimeError as err:
+        return str(err)
+    return ""
+
+
+@pytest.mark.parametrize("device", [
+    "standin",
+    pytest.param("cuda", marks=pytest.mark.skipif(bool(_cuda_missing()),
+                                                  reason=_cuda_missing() or "cuda")),
+])
+@pytest.mark.parametrize("engine_name", ["autograd", "fused"])
+def test_graphs_on_a_device_equal_the_cpus(device: str, engine_name: str) -> None:
+    """Norms are computed where the arrays live (the stand-in device refuses any silent
+    copy to the host) and equal the CPU's."""
+    drawings = {}
+    for where in ("cpu", device):
+        layer, _ = recurrent("GRU", 5, engine_name, track=True)
+        layer.to(where)
+        x = tr.Tensor(np.random.default_rng(1).standard_normal((5, 2, 3))).to(where)
+        out, _ = layer(x)
+        with tr.viz.record_backward() as rec:
+            (out[-1] ** 2).sum().backward()
+        drawings[where] = tr.viz.graph(rec, params=layer, collapse=True)
+    cpu, dev = drawings["cpu"], drawings[device]
+    assert [n.label.split("\n")[0] for n in cpu.nodes.values()] == \
+        [n.label.split("\n")[0] for n in dev.nodes.values()]
+    for a, b in zip(cpu.nodes.values(), dev.nodes.values()):
+        assert (a.norm is None) == (b.norm is None)
+        if a.norm is not None:
+            assert b.norm == pytest.approx(a.norm, rel=1e-10)
