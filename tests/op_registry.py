@@ -36,6 +36,7 @@ from hypothesis.extra import numpy as hnp
 import tinygrad_rnn as tr
 from tinygrad_rnn import functional as F
 from tinygrad_rnn import ops
+from tinygrad_rnn.nn import functional as NF
 from tinygrad_rnn.ops.base import Function
 from tinygrad_rnn.ops.losses import BinaryCrossEntropy
 from tinygrad_rnn.tensor import Tensor, _Cast, _Copy, _ToDevice
@@ -889,6 +890,47 @@ def _device_round_trip(x: Tensor) -> Tensor:
     return x.to(away).to(x.device)
 
 
+# ------------------------------------------------------------------------------ layer norm
+@st.composite
+def _layer_norm_cases(draw: Any) -> Case:
+    """Rows of distinct entries (pairwise >= 0.06 apart, so the variance is bounded away
+    from 0), normalized over 1 or 2 trailing axes, with or without weight and bias."""
+    normalized = draw(shapes(min_dims=1, max_dims=2, min_side=1))
+    lead = draw(shapes(min_dims=0, max_dims=2))
+    rows = [draw(distinct(normalized)) * draw(_floats(1.0, 3.0))
+            for _ in range(math.prod(lead))]
+    x = np.stack(rows).reshape(lead + normalized) if rows else np.zeros(lead + normalized)
+    has_weight, has_bias = draw(st.booleans()), draw(st.booleans())
+    inputs = [x]
+    if has_weight:
+        inputs.append(draw(nonzero(normalized)))
+    if has_bias:
+        inputs.append(draw(reals(normalized)))
+    return Case(tuple(inputs), {"normalized_ndim": len(normalized),
+                                "eps": draw(st.sampled_from([1e-5, 0.1, 1.0])),
+                                "has_weight": has_weight, "has_bias": has_bias})
+
+
+def _layer_norm(x: Tensor, *params: Tensor, normalized_ndim: int, eps: float,
+                has_weight: bool, has_bias: bool) -> Tensor:
+    weight = params[0] if has_weight else None
+    bias = params[-1] if has_bias else None
+    return NF.layer_norm(x, x.shape[x.ndim - normalized_ndim:], weight, bias, eps)
+
+
+def _ref_layer_norm(x: np.ndarray, *params: np.ndarray, normalized_ndim: int, eps: float,
+                    has_weight: bool, has_bias: bool) -> np.ndarray:
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps)
+    if has_weight:
+        y = y * params[0]
+    if has_bias:
+        y = y + params[-1]
+    return y
+
+
 # ------------------------------------------------------------------------------ the registry
 def _unary(name: str, fn: Callable, ref: Callable, values: Callable, functions: tuple,
            examples: tuple = ()) -> OpInfo:
@@ -1017,6 +1059,13 @@ REGISTRY: tuple[OpInfo, ...] = (
                     {"ids": np.array([2, 0, 2, 1]), "padding_idx": -1}),
            )),
     OpInfo("dropout", _dropout, _ref_dropout, _dropout_cases(), (ops.Dropout,)),
+    # normalization
+    OpInfo("layer_norm", _layer_norm, _ref_layer_norm, _layer_norm_cases(), (ops.LayerNorm,),
+           examples=(
+               # one entry per row: x_hat is exactly 0, and so is the gradient of x
+               Case((np.array([[1.5], [-2.0]]),), {"normalized_ndim": 1, "eps": 1e-5,
+                                                   "has_weight": False, "has_bias": False}),
+           )),
     # losses (torch.nn.functional signatures)
     OpInfo("cross_entropy", _cross_entropy, _ref_cross_entropy, _cross_entropy_cases(),
            (ops.CrossEntropy,),

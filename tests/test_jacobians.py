@@ -295,3 +295,71 @@ def test_jacobian_leaves_captured_parameters_grad_alone() -> None:
     np.testing.assert_array_equal(jac, m.weight.data)
     assert m.weight.grad is None and m.bias.grad is bias_grad
     np.testing.assert_array_equal(bias_grad, [1.0, 2.0])
+
+
+# ----------------------------------------------------------------------------- layer_norm J
+@st.composite
+def _layer_norm_rows(draw: st.DrawFn) -> np.ndarray:
+    """float64 rows (..., n) whose entries are pairwise >= 0.1 apart (variance well above
+    0), n in 1..6."""
+    n = draw(st.integers(1, 6))
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    rows = []
+    for _ in range(int(np.prod(lead, dtype=int))):
+        ranks = np.array(draw(st.permutations(range(n))), dtype=np.float64)
+        jitter = draw(hnp.arrays(np.float64, (n,), elements=st.floats(0.0, 0.05)))
+        rows.append((ranks * 0.15 + jitter) * draw(st.floats(0.5, 4.0)) + draw(
+            st.floats(-3.0, 3.0)))
+    return np.stack(rows).reshape(lead + (n,))
+
+
+@given(x=_layer_norm_rows(), eps=st.sampled_from([1e-5, 0.1, 1.0]),
+       affine=st.booleans(), seed=st.integers(0, 2**31 - 1))
+@example(x=np.array([2.0]), eps=1e-5, affine=False, seed=0)
+@example(x=np.array([[0.0, 1.0], [5.0, -5.0]]), eps=1e-5, affine=True, seed=1)
+def test_layer_norm_vjp_equals_jacobian_transpose_times_v(x: np.ndarray, eps: float,
+                                                          affine: bool, seed: int) -> None:
+    """LayerNorm.backward(g) == J^T g with J = diag(w) (I - 11^T/M - x_hat x_hat^T/M) / sigma
+    (docs/layernorm.md (LN7), (LN9)), and J matches central differences."""
+    rng = np.random.default_rng(seed)
+    n = x.shape[-1]
+    weight = rng.uniform(0.5, 2.0, size=n) * rng.choice([-1.0, 1.0], size=n) if affine else None
+    v = rng.normal(size=x.shape)
+    xt = tr.Tensor(x, requires_grad=True)
+    wt = None if weight is None else tr.Tensor(weight)
+    y = tr.nn.functional.layer_norm(xt, (n,), wt, None, eps)
+    y.backward(v)
+    jac = tr.jacobians.layer_norm(x, eps, weight)
+    np.testing.assert_allclose(xt.grad, jt_v(jac, v), rtol=1e-10, atol=1e-10)
+
+    def fn(t: tr.Tensor) -> tr.Tensor:
+        return tr.nn.functional.layer_norm(t, (n,), wt, None, eps)
+
+    flat = x.reshape(-1, n)
+    for row in flat[:2]:
+        fd = fd_jacobian(fn, (row,), 0)
+        np.testing.assert_allclose(tr.jacobians.layer_norm(row, eps, weight), fd,
+                                   rtol=1e-6, atol=1e-7 / np.sqrt(eps))
+
+
+@given(x=_layer_norm_rows())
+def test_layer_norm_jacobian_symmetric_and_kills_constant_rows(x: np.ndarray) -> None:
+    """Without weight J is symmetric and J 1 = 0 (adding a constant to a row changes
+    nothing); J x_hat = (eps / (var + eps)) x_hat / sigma, which is ~0 for small eps."""
+    eps = 1e-5
+    jac = tr.jacobians.layer_norm(x, eps)
+    np.testing.assert_allclose(jac, np.swapaxes(jac, -1, -2), rtol=0, atol=1e-12)
+    scale = np.abs(jac).max()
+    np.testing.assert_allclose(jac.sum(axis=-1), 0.0, atol=1e-13 * max(1.0, scale))
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    x_hat = (x - mu) / np.sqrt(var + eps)
+    expected = eps / (var + eps) * x_hat / np.sqrt(var + eps)
+    np.testing.assert_allclose(jt_v(jac, x_hat), expected, rtol=1e-8, atol=1e-10 * scale)
+
+
+def test_layer_norm_jacobian_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match=r"jacobians\.layer_norm: x is 0-d"):
+        tr.jacobians.layer_norm(np.array(0.5))
+    with pytest.raises(ValueError, match=r"jacobians\.layer_norm: weight must have shape \(3,\)"):
+        tr.jacobians.layer_norm(np.ones((2, 3)), 1e-5, np.ones(2))

@@ -36,6 +36,7 @@ from .backend import normalize_device, to_device
 from .engine import no_grad
 from .gradcheck import check_leaves, flatten_outputs
 from .nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .nn import functional as NF
 from .tensor import Tensor, _Cast, cat, split, stack, where
 
 __all__ = [
@@ -443,6 +444,27 @@ def _bce_with_logits(rng: np.random.Generator) -> Problem:
         (_leaf(_reals(rng, shape, -4.0, 4.0)), _leaf(_reals(rng, shape, 0.0, 1.0))))
 
 
+def _layer_norm(rng: np.random.Generator) -> Problem:
+    """x (*, S) normalized over its last 1 or 2 axes (entries distinct, so every row has a
+    variance well above 0), with weight and bias each present or not; eps 1e-5 or 0.1."""
+    normalized = _shape(rng, 1, 2)
+    lead = _shape(rng, 0, 2)
+    eps = float(rng.choice([1e-5, 0.1]))
+    inputs = [_leaf(_distinct(rng, lead + normalized))]
+    has_weight, has_bias = bool(rng.random() < 0.7), bool(rng.random() < 0.7)
+    if has_weight:
+        inputs.append(_leaf(_signed(rng, normalized)))
+    if has_bias:
+        inputs.append(_leaf(_reals(rng, normalized)))
+
+    def fn(x: Tensor, *params: Tensor) -> Tensor:
+        weight = params[0] if has_weight else None
+        bias = params[-1] if has_bias else None
+        return NF.layer_norm(x, normalized, weight, bias, eps)
+
+    return Problem(fn, tuple(inputs))
+
+
 # ------------------------------------------------------------------- cells and layers
 def _module_problem(module: Any, fn: Callable[..., Any], inputs: tuple) -> Problem:
     return Problem(fn, inputs, tuple(module.named_parameters()))
@@ -584,6 +606,8 @@ SUITE: tuple[SuiteEntry, ...] = (
     _op("nll_loss", _nll_loss, "weights, ignored targets"),
     _op("mse_loss", _mse_loss, "mean squared error"),
     _op("bce_with_logits", _bce_with_logits, "weight and pos_weight"),
+    # normalization
+    _op("layer_norm", _layer_norm, "layer_norm over 1-2 trailing axes, weight/bias or not"),
     # recurrent cells (autograd path), inputs, states and every parameter
     SuiteEntry("rnn_cell_tanh", "cell", _rnn_cell("tanh"), "RNNCell, tanh"),
     SuiteEntry("rnn_cell_relu", "cell", _rnn_cell("relu"), "RNNCell, relu, away from 0"),

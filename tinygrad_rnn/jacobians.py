@@ -18,7 +18,7 @@ from .backend import get_array_module
 from .gradcheck import grads_preserved
 from .tensor import Tensor
 
-__all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "jacobian"]
+__all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "layer_norm", "jacobian"]
 
 
 def _raw(y: Any, where: str = "jacobians", name: str = "y") -> Any:
@@ -96,6 +96,46 @@ def relu(y: Any) -> Any:
     """Jacobian of y = relu(x) (elementwise): diag(1[y > 0]) (0 at the kink x = 0)."""
     y = _last_axis(y, "relu")
     return _diag((y > 0).astype(y.dtype))
+
+
+def layer_norm(x: Any, eps: float = 1e-5, weight: Any = None) -> Any:
+    """Jacobian of y = layer_norm(x) * weight over the last axis (docs/layernorm.md, (LN7)).
+
+    Unlike the elementwise builders above this one takes the *input* ``x`` (shape (..., M)):
+    the derivative is written in x_hat = (x - mu) / sigma and sigma = sqrt(var + eps), which
+    the output alone does not give back (the scale sigma is lost). For a layer normalized
+    over several trailing axes, reshape those to one axis of M entries first.
+
+    Derivation: dmu/dx_j = 1/M and dsigma/dx_j = (x_j - mu) / (M sigma) = x_hat_j / M, so
+    dx_hat_i/dx_j = ([i = j] - 1/M) / sigma - (x_i - mu) x_hat_j / (M sigma^2), that is
+
+        J = (I - 1 1^T / M - x_hat x_hat^T / M) / sigma,
+
+    symmetric, with J 1 = 0 (a constant added to a row changes nothing) and J x_hat = 0
+    (neither does scaling the centred row, up to eps). With ``weight`` (shape (M,)) the
+    rows are scaled: dy/dx = diag(weight) J. The bias adds a constant and does not appear.
+    """
+    x = _raw(x, "jacobians.layer_norm", "x")
+    if x.ndim == 0:
+        raise ValueError("jacobians.layer_norm: x is 0-d (a scalar), but the rows are "
+                         "normalized along the last axis; pass an array of shape (..., M), "
+                         "e.g. x.reshape(1) for one value")
+    if x.dtype.kind != "f":
+        x = x.astype(float)
+    xp = get_array_module(x)
+    n = x.shape[-1]
+    mu = x.mean(axis=-1, keepdims=True)
+    sigma = xp.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
+    x_hat = (x - mu) / sigma
+    eye = xp.eye(n, dtype=x.dtype)
+    jac = (eye - 1.0 / n - x_hat[..., :, None] * x_hat[..., None, :] / n) / sigma[..., None]
+    if weight is not None:
+        w = _raw(weight, "jacobians.layer_norm", "weight")
+        if w.shape != (n,):
+            raise ValueError(f"jacobians.layer_norm: weight must have shape ({n},) to match "
+                             f"the last axis of x (shape {x.shape}), got {w.shape}")
+        jac = w[:, None] * jac
+    return jac
 
 
 def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:

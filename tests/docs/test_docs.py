@@ -33,7 +33,7 @@ DOCS = ROOT / "docs"
 
 #: the pages of the documentation, in docs/index.md's reading order
 PAGES = ("engine", "activations", "softmax", "broadcasting", "gradcheck", "recurrent",
-         "vanishing", "truncation", "attention", "performance", "devices")
+         "vanishing", "truncation", "attention", "performance", "devices", "layernorm")
 
 
 def doc_files() -> list[Path]:

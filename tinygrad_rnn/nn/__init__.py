@@ -17,6 +17,7 @@ from .layers import (
 )
 from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import IncompatibleKeys, Module, Parameter, RemovableHandle
+from .normalization import LayerNorm
 
 __all__ = [
     "Module", "Parameter", "IncompatibleKeys", "RemovableHandle", "Linear", "Embedding",
@@ -25,6 +26,7 @@ __all__ = [
     "Softmax", "LogSoftmax", "GELU", "LeakyReLU", "Softplus", "LogSigmoid", "ELU", "SiLU",
     "Flatten", "Unflatten",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss",
+    "LayerNorm",
 ]
 
 # Recurrent cells and layers (attention comes with the encoder-decoder work)

@@ -37,13 +37,14 @@ from .. import functional as _core
 from ..backend import device_of, get_array_module, to_device
 from ..ops.base import Context, Function
 from ..ops.losses import _check_reduction
+from ..ops.normalization import LayerNorm
 from ..tensor import Tensor, cat
 
 __all__ = [
     "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "embedding",
     "linear", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "pad", "one_hot", "normalize", "gelu", "leaky_relu",
-    "softplus", "logsigmoid", "elu", "silu",
+    "softplus", "logsigmoid", "elu", "silu", "layer_norm",
 ]
 
 #: the padding modes of :func:`pad`
@@ -432,6 +433,60 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     total = _core.clip(powered.sum(dim=axis, keepdims=True), min=eps ** p)
     norm = _core.sqrt(total) if p == 2.0 else total ** (1.0 / p)
     return x / norm
+
+
+def normalized_shape_tuple(fn: str, normalized_shape: Any) -> tuple:
+    """``normalized_shape`` (an int, or a tuple, list or Size of ints) as a non-empty tuple
+    of positive Python ints; a TypeError or ValueError naming ``fn`` otherwise."""
+    if isinstance(normalized_shape, (int, np.integer)) and not isinstance(
+            normalized_shape, (bool, np.bool_)):
+        normalized_shape = (normalized_shape,)
+    if not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError(f"{fn}: normalized_shape must be an int or a tuple/list of ints, got "
+                        f"{normalized_shape!r} ({type(normalized_shape).__name__})")
+    sizes = []
+    for size in normalized_shape:
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f"{fn}: normalized_shape must hold ints, got {normalized_shape!r}")
+        if size < 1:
+            raise ValueError(f"{fn}: normalized_shape must hold positive sizes, got "
+                             f"{tuple(normalized_shape)}")
+        sizes.append(int(size))
+    if not sizes:
+        raise ValueError(f"{fn}: normalized_shape must name at least one dimension, got ()")
+    return tuple(sizes)
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Layer normalization over the last ``len(normalized_shape)`` dimensions, as torch:
+    y = (x - mean) / sqrt(var + eps) * weight + bias with the biased variance.
+
+    One primitive, :class:`tinygrad_rnn.ops.LayerNorm`, with the hand-written backward of
+    docs/layernorm.md. ``weight`` and ``bias`` (shape ``normalized_shape``) are optional,
+    independently. An input whose trailing shape is not ``normalized_shape`` is a
+    RuntimeError (torch's type for it)."""
+    x = _tensor("layer_norm", "input", input)
+    shape = normalized_shape_tuple("layer_norm", normalized_shape)
+    eps = _real("layer_norm", "eps", eps)
+    if eps < 0:
+        raise ValueError(f"layer_norm: eps must be >= 0, got {eps}")
+    k = len(shape)
+    if x.ndim < k or tuple(x.shape[x.ndim - k:]) != shape:
+        raise RuntimeError(f"layer_norm: given normalized_shape={list(shape)}, expected an "
+                           f"input of shape [*, {', '.join(map(str, shape))}], but got an "
+                           f"input of shape {list(x.shape)}")
+    params = []
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is None:
+            continue
+        p = _tensor("layer_norm", name, p)
+        if tuple(p.shape) != shape:
+            raise RuntimeError(f"layer_norm: {name} has shape {list(p.shape)}, expected "
+                               f"normalized_shape {list(shape)}")
+        params.append(p)
+    return LayerNorm.apply(x, *params, normalized_ndim=k, eps=eps,
+                           has_weight=weight is not None, has_bias=bias is not None)
 
 
 # ------------------------------------------------------------------------------ losses

@@ -6,6 +6,7 @@ from .elementwise import (
 )
 from .linalg import MatMul
 from .losses import BCEWithLogits, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy
+from .normalization import LayerNorm
 from .reductions import Max, Mean, Min, Norm, Sum
 from .selection import Dropout, Embedding, MaskedFill, Where, check_token_ids
 from .shape import (
@@ -21,4 +22,5 @@ __all__ = [
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
     "Norm",
+    "LayerNorm",
 ]
