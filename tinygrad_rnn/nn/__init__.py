@@ -49,3 +49,12 @@ __all__ += ["SequenceClassifier", "SequenceTagger", "accuracy"]
 from .seq2seq import DecoderState, Memory, Seq2Seq, teacher_forcing_schedule
 
 __all__ += ["Seq2Seq", "Memory", "DecoderState", "teacher_forcing_schedule"]
+
+# Transformer layers, as torch.nn's (docs/attention.md, section 8)
+from .transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ += ["TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
+            "TransformerDecoder", "Transformer"]
