@@ -557,3 +557,13 @@ def test_graphs_on_a_device_equal_the_cpus(device: str, engine_name: str) -> Non
         assert (a.norm is None) == (b.norm is None)
         if a.norm is not None:
             assert b.norm == pytest.approx(a.norm, rel=1e-10)
+
+
+def test_the_cap_keeps_the_steps_nearest_the_loss() -> None:
+    """All steps feed the stack of outputs, so they are equally near the root; the cap keeps
+    the last ones (nearest the loss in time), not the first."""
+    _, loss = recurrent("RNN", 40)
+    g = tr.viz.graph(loss, collapse=True, max_nodes=12)
+    kept = sorted(int(n.name.split(" = ")[1]) for n in g.nodes.values() if n.kind == "step")
+    assert kept and kept[-1] == 39
+    assert kept == list(range(40 - len(kept), 40))

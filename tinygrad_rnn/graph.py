@@ -685,8 +685,9 @@ def graph(root: Any, params: Any = None, *, group: str = "time", color: str = "g
     show_saved : bool
         Also draw each array an op saved for backward (dashed box), when still known.
     max_nodes : int or None
-        Draw at most this many op, step and leaf nodes, those nearest the root; a note
-        says how many were left out, and of which ops. None: no cap.
+        Draw at most this many op, step and leaf nodes, those nearest the root (breadth
+        first; among equally near ones the later inputs, so of an unrolled sequence the last
+        steps); a note says how many were left out, and of which ops. None: no cap.
     rankdir : {"LR", "TB", "RL", "BT"}
         Graphviz's layout direction ("LR": inputs left, the loss right, time to the right).
 
@@ -776,6 +777,22 @@ def _strip_norms(strip: Any) -> np.ndarray | None:
     if grads is None or grads.shape[0] == 0:
         return None
     return state_grad_norms(grads, recorder.lengths)
+
+
+def _breadth_first(root: tuple, inputs: dict, last_first: bool) -> list[tuple]:
+    """Every unit reachable from ``root`` through ``inputs``, nearest first (a queue, no
+    recursion); each unit's inputs in their order, or last input first."""
+    order: list[tuple] = [root]
+    seen = {root}
+    i = 0
+    while i < len(order):
+        srcs = inputs.get(order[i], ())
+        for src in (reversed(srcs) if last_first else srcs):
+            if src not in seen:
+                seen.add(src)
+                order.append(src)
+        i += 1
+    return order
 
 
 class _Layout:
@@ -943,18 +960,15 @@ class _Layout:
                 if src_unit != unit and src_unit not in ins:
                     ins.append(src_unit)
         root_unit = self._unit(self.root_item)
-        # breadth-first from the root: the drawing order, and what the cap keeps
-        order: list[tuple] = [root_unit]
-        seen = {root_unit}
-        i = 0
-        while i < len(order):
-            for src in unit_inputs.get(order[i], ()):
-                if src not in seen:
-                    seen.add(src)
-                    order.append(src)
-            i += 1
-        kept = order if cap is None else order[:cap]
-        dropped = order[len(kept):]
+        # breadth-first from the root: the drawing order
+        order = _breadth_first(root_unit, unit_inputs, last_first=False)
+        kept, dropped = order, []
+        if cap is not None and len(order) > cap:
+            # the cap keeps the nodes nearest the root; among equally near ones, the later
+            # inputs (the stack of all steps lists step T-1 last: it is kept first)
+            nearest = set(_breadth_first(root_unit, unit_inputs, last_first=True)[:cap])
+            kept = [unit for unit in order if unit in nearest]
+            dropped = [unit for unit in order if unit not in nearest]
         ids = {unit: f"n{j}" for j, unit in enumerate(kept)}
         for unit in kept:
             node = self._make_node(unit, ids[unit])
