@@ -567,3 +567,31 @@ def test_the_cap_keeps_the_steps_nearest_the_loss() -> None:
     kept = sorted(int(n.name.split(" = ")[1]) for n in g.nodes.values() if n.kind == "step")
     assert kept and kept[-1] == 39
     assert kept == list(range(40 - len(kept), 40))
+
+
+def test_committed_figures_match_the_figure_script() -> None:
+    """docs/figures/graph/*.dot were drawn by docs/figures/make_graph_figures.py from the
+    networks it builds: the same nodes (first label line) and edges (the printed norms may
+    differ in the last digit on another BLAS, so they are not compared)."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "figures"
+    spec = importlib.util.spec_from_file_location("make_graph_figures",
+                                                  folder / "make_graph_figures.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    drawings = {"neuron": script.neuron(),
+                "elman_autograd_T8": script.unrolled("RNN", 8, "autograd", hide="small")[0],
+                "elman_fused_T8": script.unrolled("RNN", 8, "fused")[0]}
+
+    def structure(source: str) -> tuple:
+        nodes = re.findall(r'^\s*(n\d+) \[label="([^"\\]*)', source, re.M)
+        edges = re.findall(r"^\s*(n\d+) -> (n\d+)", source, re.M)
+        return sorted(nodes), sorted(edges)
+
+    for name, drawing in drawings.items():
+        committed = (folder / "graph" / f"{name}.dot").read_text(encoding="utf-8")
+        assert structure(committed) == structure(drawing.source), name
+        assert structure(committed)[0], name
