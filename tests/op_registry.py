@@ -178,8 +178,8 @@ def run_vjp(op: OpInfo, case: Case, upstream: list, layouts: Any = None,
     grads = []
     for k, leaf in enumerate(leaves):
         assert leaf.grad is not None, f"{op.name}: input {k} received no gradient"
-        grads.append(leaf.grad)
-    return [o.data for o in outputs], grads
+        grads.append(leaf.grad.array)  # the raw array (.grad is a Tensor)
+    return [o.array for o in outputs], grads
 
 
 def random_upstream(op: OpInfo, case: Case, seed: int) -> list:
@@ -434,6 +434,23 @@ def _reduce_cases(draw: Any, max_like: bool = False) -> Case:
     else:
         x = draw(reals(shape))
     return Case((x,), {"axis": axis, "keepdims": draw(st.booleans())})
+
+
+@st.composite
+def _norm_cases(draw: Any) -> Case:
+    """Entries away from 0 (|x| in [0.3, 3], random signs), so |x|^(p-1) is smooth."""
+    shape = draw(shapes(min_side=1))
+    magnitude = draw(positives(shape, lo=0.3, hi=3.0))
+    signs = draw(hnp.arrays(np.float64, shape, elements=st.sampled_from([-1.0, 1.0])))
+    return Case((magnitude * signs,), {"p": draw(st.sampled_from([2.0, 3.0, 1.5, "fro"])),
+                                       "dim": draw(_axes(len(shape))),
+                                       "keepdim": draw(st.booleans())})
+
+
+def _ref_norm(x: np.ndarray, p: Any, dim: Any, keepdim: bool) -> np.ndarray:
+    q = 2.0 if p == "fro" else p
+    axes = _norm_axes(dim, x.ndim)
+    return np.sum(np.abs(x) ** q, axis=axes, keepdims=keepdim) ** (1.0 / q)
 
 
 def _ref_mean(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
@@ -1013,6 +1030,13 @@ REGISTRY: tuple[OpInfo, ...] = (
     OpInfo("min", lambda x, axis, keepdims: x.min(axis=axis, keepdims=keepdims),
            _ref_reduce("min"),
            _reduce_cases(max_like=True), (ops.Min,)),
+    OpInfo("norm", lambda x, p, dim, keepdim: x.norm(p, dim, keepdim), _ref_norm,
+           _norm_cases(), (ops.Norm,),
+           examples=(
+               # an all-zero row: the gradient there is 0, not 0/0 (as torch)
+               Case((np.array([[0.0, 0.0], [3.0, -4.0]]),), {"p": 2.0, "dim": 1,
+                                                           "keepdim": False}),
+           )),
     # shapes
     OpInfo("reshape", _reshape, lambda x, shape, as_args: np.reshape(x, shape),
            _reshape_cases(), (ops.Reshape,)),

@@ -898,7 +898,7 @@ def params_with_grad(readonly_grad: bool = False) -> list:
 def clipped(max_norm: Any, **kw: Any) -> tuple:
     ps = params_with_grad()
     total = nn.utils.clip_grad_norm_(ps, max_norm, **kw)
-    return total, [p.grad.copy() for p in ps]
+    return total, [p.grad.array.copy() for p in ps]
 
 
 R("clip_grad_norm_-readonly-grad", lambda: nn.utils.clip_grad_norm_(
@@ -971,7 +971,7 @@ def _set_grad_and(fn: Callable, grad: Any) -> Any:
 def _clip_gen() -> tuple:
     ps = params_with_grad()
     total = nn.utils.clip_grad_norm_((p for p in ps), 1.0)
-    return total, [p.grad.copy() for p in ps]
+    return total, [p.grad.array.copy() for p in ps]
 
 
 def _clip_strided() -> tuple:
@@ -980,7 +980,7 @@ def _clip_strided() -> tuple:
         p.grad = strided(p.grad.reshape(-1)).reshape(p.shape) if p.grad.ndim == 1 else \
             np.asfortranarray(p.grad)
     total = nn.utils.clip_grad_norm_(ps, 1.0)
-    return total, [p.grad.copy() for p in ps]
+    return total, [p.grad.array.copy() for p in ps]
 
 # ============================================================ optim (optim/*)
 optim = tr.optim

@@ -240,7 +240,7 @@ def constant_logits_model(bias) -> tr.nn.Seq2Seq:
     model = make_model("init", tgt_vocab=len(bias), seed=0)
     with tr.no_grad():
         model.out.weight.mul_(0.0)
-        model.out.bias.data[:] = np.asarray(bias, dtype=np.float64)
+        model.out.bias.array[:] = np.asarray(bias, dtype=np.float64)
     return model
 
 

@@ -289,7 +289,7 @@ def test_retain_graph_allows_second_backward_and_accumulates() -> None:
     x = leaf([0.2, -0.4, 1.1])
     loss = (x.tanh() * x).sum()
     loss.backward(retain_graph=True)
-    first = x.grad.copy()
+    first = x.grad.array.copy()
     loss.backward(retain_graph=True)
     np.testing.assert_array_equal(x.grad, 2 * first)  # g + g is exact
     loss.backward()  # the last one may free the graph
@@ -423,10 +423,10 @@ def test_detach_cuts_graph_and_shares_data() -> None:
     y = x * 2.0
     d = y.detach()
     assert d.is_leaf and not d.requires_grad and d.grad_fn is None
-    assert np.shares_memory(d.data, y.data)
+    assert np.shares_memory(d.array, y.array)
     # the detached value acts as a constant: d/dx (x * d) = d, not d + 2x
     (x * d).sum().backward()
-    np.testing.assert_array_equal(x.grad, y.data)
+    np.testing.assert_array_equal(x.grad, y.array)
 
 
 def test_detach_stops_gradient_in_recurrence() -> None:
@@ -562,7 +562,7 @@ SAVING_OPS: list[tuple[str, Callable[[tr.Tensor], tr.Tensor], str]] = [
 ]
 
 MUTATIONS: dict[str, Callable[[tr.Tensor], Any]] = {
-    "data": lambda t: setattr(t, "data", t.data + 1.0),
+    "data": lambda t: setattr(t, "data", t.array + 1.0),
     "setitem": lambda t: t.__setitem__((0, 1), 0.25),
     "add_": lambda t: t.add_(1.0),
     "sub_": lambda t: t.sub_(0.5),
@@ -636,7 +636,7 @@ def test_view_of_a_written_tensor_keeps_working_when_nothing_was_saved() -> None
         x.add_(1.0)  # version 1 before any view exists
     y = x.T
     (y * y).sum().backward()
-    np.testing.assert_array_equal(x.grad, 2 * x.data)
+    np.testing.assert_array_equal(x.grad, 2 * x.array)
 
 
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))

@@ -128,14 +128,14 @@ def test_dropout_training_off_is_the_identity(flag: Any) -> None:
 def test_dropout_training_on_drops(flag: Any) -> None:
     out = F.dropout(_x(), 0.5, training=flag, generator=0)
     ref = F.dropout(_x(), 0.5, training=True, generator=0)
-    np.testing.assert_array_equal(out.data, ref.data)
+    np.testing.assert_array_equal(out.array, ref.array)
 
 
 def test_dropout_generator_and_host_input() -> None:
     _raises(TypeError, lambda: F.dropout(_x(), 0.5, generator=True), "dropout", "generator")
     _raises(TypeError, lambda: F.dropout(_x(), 0.5, generator="seed"), "dropout", "generator")
     out = F.dropout([1.0, 2.0, 3.0], 0.0)  # a list is wrapped, as the other functions do
-    np.testing.assert_array_equal(out.data, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(out.array, [1.0, 2.0, 3.0])
 
 
 # ------------------------------------------------------------------------------ reductions
@@ -168,7 +168,7 @@ def test_linear_takes_host_input_like_the_other_functions() -> None:
     'shape'. A list takes the weight's dtype."""
     out = F.linear(X.tolist(), tr.Tensor(W))
     assert out.dtype == np.float64
-    np.testing.assert_allclose(out.data, X @ W.T, rtol=1e-15)
+    np.testing.assert_allclose(out.array, X @ W.T, rtol=1e-15)
 
 
 @pytest.mark.parametrize("x_dtype, w_dtype, b_dtype, culprit", [
@@ -212,7 +212,7 @@ def test_linear_accepts_what_torch_accepts(w_shape: tuple, b_shape: Any) -> None
     ours = F.linear(tr.Tensor(x), tr.Tensor(w), None if b is None else tr.Tensor(b))
     theirs = torch.nn.functional.linear(
         torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b))
-    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------ embedding
@@ -236,7 +236,7 @@ def test_softmax_axis_must_be_an_int(name: str, bad: Any) -> None:
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_softmax_axis_numpy_int_and_both_given(name: str) -> None:
     fn = getattr(F, name)
-    np.testing.assert_array_equal(fn(_x(), axis=np.int64(0)).data, fn(_x(), axis=0).data)
+    np.testing.assert_array_equal(fn(_x(), axis=np.int64(0)).array, fn(_x(), axis=0).array)
     _raises(TypeError, lambda: fn(_x(), 0, dim=0), name, "axis or dim")
 
 
@@ -258,6 +258,6 @@ def test_masked_fill_value_that_needs_a_gradient_is_refused() -> None:
 @pytest.mark.parametrize("value", [-math.inf, math.nan, np.float32(2), np.array(2.0), 2,
                                    tr.Tensor(np.array(2.0))])
 def test_masked_fill_accepts_real_scalars(value: Any) -> None:
-    out = F.masked_fill(_x(), MASK, value).data
-    fill = float(np.asarray(value.data if isinstance(value, tr.Tensor) else value))
+    out = F.masked_fill(_x(), MASK, value).array
+    fill = float(np.asarray(value.array if isinstance(value, tr.Tensor) else value))
     np.testing.assert_array_equal(out, np.where(MASK, fill, X))

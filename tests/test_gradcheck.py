@@ -116,7 +116,7 @@ def test_broken_backward_message_names_input_element_values_and_errors():
     # dC[i, m] / dB[j, l] = A[i, j] when m == l, else 0
     i, m = report.output_element
     j, col = MatMulBrokenAt.bad_element
-    expected = a.data[i, j] if m == col else 0.0
+    expected = a.array[i, j] if m == col else 0.0
     assert report.output_index == 0 and report.numeric == pytest.approx(expected, abs=1e-8)
     msg = str(info.value)
     assert "input 1, element (1, 2)" in msg and f"output 0 element {(i, m)}" in msg
@@ -282,12 +282,12 @@ def test_callers_tensors_and_grads_untouched(mode, broken):
     a, b = random64(rng, 2, 3), random64(rng, 3, 4)
     a.grad = np.full((2, 3), 7.0)
     grad_obj = a.grad
-    a_before, b_before = a.data.copy(), b.data.copy()
+    a_before, b_before = a.array.copy(), b.array.copy()
     op = MatMulBrokenAt if broken else tr.ops.MatMul
     report = tr.gradcheck(lambda x, y: op.apply(x, y), [a, b], mode=mode,
                           raise_exception=False)
     assert report.passed is (not broken)
-    assert np.array_equal(a.data, a_before) and np.array_equal(b.data, b_before)
+    assert np.array_equal(a.array, a_before) and np.array_equal(b.array, b_before)
     assert a.grad is grad_obj and np.all(a.grad == 7.0)
     assert b.grad is None
     assert a.requires_grad and b.requires_grad and a.is_leaf and b.is_leaf
@@ -350,7 +350,7 @@ def test_integer_outputs_are_skipped():
     x = t64([0.3, -0.2, 0.9])
 
     def fn(t):
-        idx = tr.Tensor(np.argsort(t.data))  # an int64 output carries no gradient
+        idx = tr.Tensor(np.argsort(t.array))  # an int64 output carries no gradient
         return t.tanh(), idx
 
     assert tr.gradcheck(fn, x)
@@ -359,7 +359,7 @@ def test_integer_outputs_are_skipped():
 
 def test_non_tensor_output_rejected():
     with pytest.raises(TypeError, match="must return a Tensor"):
-        tr.gradcheck(lambda t: t.data, t64([1.0]))
+        tr.gradcheck(lambda t: t.array, t64([1.0]))
 
 
 # ----------------------------------------------------------------------------- inputs

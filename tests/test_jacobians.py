@@ -65,10 +65,10 @@ def fd_jacobian(fn: Callable[..., tr.Tensor], inputs: tuple, k: int) -> np.ndarr
         orig = x[idx]
         x[idx] = orig + EPS
         with tr.no_grad():
-            plus = fn(*(tr.Tensor(a) for a in arrays)).data.copy()
+            plus = fn(*(tr.Tensor(a) for a in arrays)).array.copy()
         x[idx] = orig - EPS
         with tr.no_grad():
-            minus = fn(*(tr.Tensor(a) for a in arrays)).data.copy()
+            minus = fn(*(tr.Tensor(a) for a in arrays)).array.copy()
         x[idx] = orig
         jac[(...,) + idx] = (plus - minus) / (2 * EPS)
     return jac
@@ -100,7 +100,7 @@ def test_vjp_equals_jacobian_transpose_times_v_fixed_cases(name: str, x: np.ndar
 
 def test_jacobian_accepts_tensor_and_array() -> None:
     y = F.softmax(tr.Tensor(np.array([0.1, 0.7, -0.3])))
-    np.testing.assert_array_equal(tr.jacobians.softmax(y), tr.jacobians.softmax(y.data))
+    np.testing.assert_array_equal(tr.jacobians.softmax(y), tr.jacobians.softmax(y.array))
 
 
 # ----------------------------------------------------------------------------- softmax J
@@ -132,8 +132,8 @@ def test_log_softmax_jacobian_rows_sum_to_zero(x: np.ndarray) -> None:
 # ----------------------------------------------------------------------------- derivatives
 def _fd_elementwise(op: Callable, x: np.ndarray) -> np.ndarray:
     with tr.no_grad():
-        plus = op(tr.Tensor(x + EPS)).data
-        minus = op(tr.Tensor(x - EPS)).data
+        plus = op(tr.Tensor(x + EPS)).array
+        minus = op(tr.Tensor(x - EPS)).array
     return (plus - minus) / (2 * EPS)
 
 
@@ -143,10 +143,10 @@ def test_tanh_derivative_is_one_minus_tanh_squared(x: np.ndarray) -> None:
     xt = tr.Tensor(x, requires_grad=True)
     y = F.tanh(xt)
     y.backward(np.ones_like(x))
-    np.testing.assert_allclose(y.data, np.tanh(x), rtol=1e-15, atol=0)
-    np.testing.assert_array_equal(xt.grad, 1.0 - y.data ** 2)
+    np.testing.assert_allclose(y.array, np.tanh(x), rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(xt.grad, 1.0 - y.array ** 2)
     np.testing.assert_array_equal(np.diagonal(tr.jacobians.tanh(y), axis1=-2, axis2=-1),
-                                  1.0 - y.data ** 2)
+                                  1.0 - y.array ** 2)
     np.testing.assert_allclose(xt.grad, _fd_elementwise(F.tanh, x), rtol=1e-6, atol=FD_ATOL)
 
 
@@ -156,16 +156,16 @@ def test_sigmoid_derivative_is_sigmoid_times_one_minus_sigmoid(x: np.ndarray) ->
     xt = tr.Tensor(x, requires_grad=True)
     y = F.sigmoid(xt)
     y.backward(np.ones_like(x))
-    np.testing.assert_allclose(y.data, 1.0 / (1.0 + np.exp(-x)), rtol=1e-15, atol=0)
-    np.testing.assert_allclose(xt.grad, y.data * (1.0 - y.data), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(y.array, 1.0 / (1.0 + np.exp(-x)), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(xt.grad, y.array * (1.0 - y.array), rtol=1e-15, atol=0)
     with tr.no_grad():
-        y_neg = F.sigmoid(tr.Tensor(-x)).data
+        y_neg = F.sigmoid(tr.Tensor(-x)).array
     # s'(x) = s(x) s(-x). y (1 - y) inherits y's absolute rounding error (~1e-16) in 1 - y,
     # so in the tail (x = 6: 1 - y = 2.5e-3) it agrees to a few ulps of 1, not of s'(x).
-    np.testing.assert_allclose(xt.grad, y.data * y_neg, rtol=1e-14,
+    np.testing.assert_allclose(xt.grad, y.array * y_neg, rtol=1e-14,
                                atol=2 * np.finfo(np.float64).eps)
     np.testing.assert_array_equal(np.diagonal(tr.jacobians.sigmoid(y), axis1=-2, axis2=-1),
-                                  y.data * (1.0 - y.data))
+                                  y.array * (1.0 - y.array))
     np.testing.assert_allclose(xt.grad, _fd_elementwise(F.sigmoid, x), rtol=1e-6,
                                atol=FD_ATOL)
 
@@ -244,20 +244,20 @@ def test_jacobian_leaves_callers_tensors_untouched() -> None:
     a = tr.Tensor(np.array([0.5, -1.0]), requires_grad=True)
     a.grad = np.array([7.0, 8.0])
     b = tr.Tensor(np.array([2.0, 3.0]))
-    a_data, b_data = a.data.copy(), b.data.copy()
+    a_data, b_data = a.array.copy(), b.array.copy()
     ja, jb = tr.jacobian(lambda x, y: (x * y).exp(), (a, b))
     np.testing.assert_allclose(ja, np.diag(b_data * np.exp(a_data * b_data)), rtol=1e-15)
     np.testing.assert_allclose(jb, np.diag(a_data * np.exp(a_data * b_data)), rtol=1e-15)
     np.testing.assert_array_equal(a.grad, [7.0, 8.0])
-    np.testing.assert_array_equal(a.data, a_data)
-    np.testing.assert_array_equal(b.data, b_data)
+    np.testing.assert_array_equal(a.array, a_data)
+    np.testing.assert_array_equal(b.array, b_data)
     assert a.requires_grad and a.is_leaf
     assert not b.requires_grad and b.grad is None
 
 
 def test_jacobian_requires_fn_to_return_a_tensor() -> None:
     with pytest.raises(TypeError, match="must return a Tensor"):
-        tr.jacobian(lambda x: x.data * 2, np.ones(2))
+        tr.jacobian(lambda x: x.array * 2, np.ones(2))
 
 
 def test_jacobian_rows_are_reverse_mode_gradients() -> None:
@@ -292,7 +292,7 @@ def test_jacobian_leaves_captured_parameters_grad_alone() -> None:
     m.bias.grad = np.array([1.0, 2.0])
     bias_grad = m.bias.grad
     jac = tr.jacobian(lambda t: m(t), np.array([0.1, 0.2, 0.3]))
-    np.testing.assert_array_equal(jac, m.weight.data)
+    np.testing.assert_array_equal(jac, m.weight.array)
     assert m.weight.grad is None and m.bias.grad is bias_grad
     np.testing.assert_array_equal(bias_grad, [1.0, 2.0])
 

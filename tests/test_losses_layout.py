@@ -110,7 +110,7 @@ def _ours(name: str, case: dict, g_seed: int = 0) -> tuple:
     loss = getattr(F, name)(x, target, **kw)
     loss.backward(_upstream(loss.shape, g_seed))
     grads = (x.grad,) + ((target.grad,) if isinstance(target, tr.Tensor) else ())
-    return (loss.data,) + grads
+    return (loss.array,) + grads
 
 
 def _theirs(name: str, case: dict, g_seed: int = 0) -> tuple:

@@ -246,7 +246,7 @@ def test_record_reads_gradients_and_never_changes_them() -> None:
     model = Tagger("fused")
     monitor = mon.GradientMonitor(model)
     model(tr.Tensor(np.ones((3, 1, 3)))).sum().backward()
-    before = {n: p.grad.copy() for n, p in model.named_parameters()}
+    before = {n: p.grad.array.copy() for n, p in model.named_parameters()}
     monitor.record()
     for n, p in model.named_parameters():
         np.testing.assert_array_equal(p.grad, before[n])
@@ -420,7 +420,7 @@ def test_step_jacobians_equal_autograd_jacobian_of_one_step(variant: Variant,
     if as_layer:
         module = variant.layer(D, H)
         for name, p in module._params(0, 0).items():
-            p.data = getattr(cell, name).data.copy()
+            p.data = getattr(cell, name).array.copy()
         h0 = h0[None]
         c0 = None if c0 is None else c0[None]
     J = mon.step_jacobians(module, tr.Tensor(data["x"]), tr.Tensor(h0),
@@ -493,7 +493,7 @@ def test_gru_update_gate_near_one_keeps_the_identity_path() -> None:
         cell = GRUCell(D, H, dtype=np.float64, generator=15)
         with tr.no_grad():
             cell.weight_hh.mul_(0.5)
-            cell.bias_hh.data[H:2 * H] = bias                 # z rows (gate order r, z, n)
+            cell.bias_hh.array[H:2 * H] = bias                 # z rows (gate order r, z, n)
         J = mon.step_jacobians(cell, x)
         if bias > 0:                                          # z near 1: almost diag(z)
             for J_t in J:

@@ -80,14 +80,14 @@ def check_contract(op: OpInfo, case: Case, seed: int, alpha: float, beta: float)
         assert grad is not None, f"{op.name}: input {k} received no gradient"
         assert grad.shape == leaf.shape, (op.name, k, grad.shape, leaf.shape)
         assert grad.dtype == leaf.dtype, (op.name, k, grad.dtype, leaf.dtype)
-        others = list(g1) + [x.data for x in leaves] + grads[:k] + grads[k + 1:]
+        others = list(g1) + [x.array for x in leaves] + grads[:k] + grads[k + 1:]
         for other in others:
             assert not np.shares_memory(grad, other), f"{op.name}: .grad {k} is aliased"
 
     # nothing the op was given has been written to
     for before, leaf, after in zip(inputs_before, leaves, case.inputs):
         np.testing.assert_array_equal(after, before)
-        np.testing.assert_array_equal(leaf.data, before)
+        np.testing.assert_array_equal(leaf.array, before)
     for before, after in zip(g1_before, g1):
         np.testing.assert_array_equal(after, before)
     for key, value in consts_before.items():
@@ -207,7 +207,7 @@ def test_cast_to_float32_vjp(case: Case, seed: int) -> None:
     leaf = tr.Tensor(x, requires_grad=True)
     y = leaf.astype(np.float32)
     assert y.dtype == np.float32
-    np.testing.assert_array_equal(y.data, x.astype(np.float32))
+    np.testing.assert_array_equal(y.array, x.astype(np.float32))
     g = np.array(np.random.default_rng(seed).standard_normal(y.shape), dtype=np.float32)
     g_before = g.copy()
     y.backward(g)

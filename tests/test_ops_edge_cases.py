@@ -132,8 +132,8 @@ def test_integer_mask_hint_reads_it_as_a_keep_mask(op: str, dtype: Any) -> None:
     assert_names(message, op, np.dtype(dtype), "mask.astype(bool)", "mask != 0",
                  "nonzero = takes part")
     assert "additive" not in message
-    expected = getattr(F, op)(x, axis=-1, mask=np.array([[True, True, False]])).data
-    np.testing.assert_array_equal(getattr(F, op)(x, axis=-1, mask=keep.astype(bool)).data,
+    expected = getattr(F, op)(x, axis=-1, mask=np.array([[True, True, False]])).array
+    np.testing.assert_array_equal(getattr(F, op)(x, axis=-1, mask=keep.astype(bool)).array,
                                   expected)
 
 
@@ -151,9 +151,9 @@ def test_float_mask_hint_covers_additive_and_keep_masks(op: str, dtype: Any) -> 
 def test_boolean_masks_still_work_as_lists_and_arrays() -> None:
     x = tr.Tensor(np.array([1.0, 2.0, 3.0]))
     for mask in ([True, True, False], np.array([True, True, False])):
-        y = F.softmax(x, mask=mask).data
+        y = F.softmax(x, mask=mask).array
         np.testing.assert_allclose(y, [np.exp(-1) / (1 + np.exp(-1)), 1 / (1 + np.exp(-1)), 0])
-        assert F.log_softmax(x, mask=mask).data[2] == -np.inf
+        assert F.log_softmax(x, mask=mask).array[2] == -np.inf
 
 
 def test_where_and_masked_fill_errors_name_the_mask_shape() -> None:
@@ -171,7 +171,7 @@ def test_clip_of_integer_tensor_with_float_bounds_is_float32() -> None:
     x = tr.Tensor(np.array([0, 1, 2, 3]))
     for y in (x.clip(0.5, 2.5), x.clamp(0.5, 2.5), F.clip(x, 0.5, 2.5)):
         assert y.dtype == np.float32
-        np.testing.assert_array_equal(y.data, [0.5, 1.0, 2.0, 2.5])
+        np.testing.assert_array_equal(y.array, [0.5, 1.0, 2.0, 2.5])
     assert x.clip(min=0.5).dtype == np.float32 and x.clip(max=np.float64(1.5)).dtype == np.float32
 
 
@@ -179,13 +179,13 @@ def test_clip_of_integer_tensor_with_float_bounds_is_float32() -> None:
 def test_clip_of_integer_tensor_with_integer_bounds_keeps_its_dtype(dtype: Any) -> None:
     y = tr.Tensor(np.array([0, 1, 2, 3], dtype=dtype)).clip(1, np.int64(2))
     assert y.dtype == dtype
-    np.testing.assert_array_equal(y.data, [1, 1, 2, 2])
+    np.testing.assert_array_equal(y.array, [1, 1, 2, 2])
 
 
 def test_clip_of_bool_tensor_follows_torch() -> None:
     b = tr.Tensor(np.array([True, False]))
     assert b.clip(0, 1).dtype == np.int64 and b.clip(0.5).dtype == np.float32
-    np.testing.assert_array_equal(b.clip(0.5).data, [1.0, 0.5])
+    np.testing.assert_array_equal(b.clip(0.5).array, [1.0, 0.5])
 
 
 def test_clip_dtypes_match_torch() -> None:
@@ -195,7 +195,7 @@ def test_clip_dtypes_match_torch() -> None:
         ours = tr.Tensor(np.array(data)).clip(lo, hi)
         theirs = torch.tensor(data).clamp(lo, hi)
         assert str(theirs.dtype).replace("torch.", "") == str(ours.dtype)
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_clip_integer_bound_outside_the_dtype_is_an_error() -> None:
@@ -216,9 +216,9 @@ def test_inplace_clip_of_integer_tensor() -> None:
     with pytest.raises(TypeError) as info:
         x.clip_(0.5, 2.5)
     assert_names(str(info.value), "clip_", "int64", "float32", (4,))
-    np.testing.assert_array_equal(x.data, [0, 1, 2, 3])  # nothing half-written
+    np.testing.assert_array_equal(x.array, [0, 1, 2, 3])  # nothing half-written
     x.clip_(1, 2)
-    np.testing.assert_array_equal(x.data, [1, 1, 2, 2])
+    np.testing.assert_array_equal(x.array, [1, 1, 2, 2])
     with pytest.raises(ValueError, match="clip_: at least one"):
         x.clip_()
 
@@ -243,7 +243,7 @@ def test_min_of_integer_and_bool_tensors_matches_numpy(dtype: Any, data: Any) ->
     y = tr.Tensor(x).min(axis=axis, keepdims=keepdims)
     expected = np.min(x, axis=axis, keepdims=keepdims)
     assert y.dtype == x.dtype
-    np.testing.assert_array_equal(y.data, expected)
+    np.testing.assert_array_equal(y.array, expected)
 
 
 def test_min_extremes() -> None:
@@ -282,7 +282,7 @@ def test_float16_mean_over_more_than_65504_elements() -> None:
     assert small.mean().dtype == np.float16
     np.testing.assert_allclose(small.mean().item(), float(np.float16(1e-3)), rtol=1e-3)
     ones = tr.Tensor(np.ones((2, 70000), np.float16))
-    np.testing.assert_array_equal(ones.mean(axis=1).data, [1.0, 1.0])
+    np.testing.assert_array_equal(ones.mean(axis=1).array, [1.0, 1.0])
     assert ones.mean().item() == 1.0
 
 
@@ -305,7 +305,7 @@ def test_float32_mean_is_unchanged_bit_for_bit(data: Any) -> None:
     axes = tuple(range(x.ndim)) if axis is None else (axis % x.ndim,)
     n = int(np.prod([x.shape[a] for a in axes]))
     old = pairwise_sum(x, axes) / np.float32(n)  # the division before the fix
-    np.testing.assert_array_equal(tr.Tensor(x).mean(axis=axis).data, old)
+    np.testing.assert_array_equal(tr.Tensor(x).mean(axis=axis).array, old)
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
@@ -316,7 +316,7 @@ def test_float32_sum_and_mean_over_a_long_batch_axis_stay_accurate(reduce: str) 
     exact = x.astype(np.float64).sum(axis=0)
     if reduce == "mean":
         exact = exact / x.shape[0]
-    out = getattr(tr.Tensor(x), reduce)(axis=0).data
+    out = getattr(tr.Tensor(x), reduce)(axis=0).array
     assert out.dtype == np.float32
     err = np.linalg.norm(out.astype(np.float64) - exact) / np.linalg.norm(exact)
     assert err < 1e-6, f"{reduce}: relative error {err:.2e}"
@@ -327,13 +327,13 @@ def test_float32_sum_and_mean_over_a_long_batch_axis_stay_accurate(reduce: str) 
 def test_float64_sum_and_mean_are_numpys_bit_for_bit(reduce: str, axis: Any) -> None:
     x = np.random.default_rng(1).standard_normal((3000, 40))
     expected = getattr(np, reduce)(x, axis=axis)
-    np.testing.assert_array_equal(getattr(tr.Tensor(x), reduce)(axis=axis).data, expected)
+    np.testing.assert_array_equal(getattr(tr.Tensor(x), reduce)(axis=axis).array, expected)
 
 
 def test_mean_over_nothing_is_nan_and_gradient_empty() -> None:
     x = leaf(np.zeros((0, 3)))
     y = x.mean(axis=0)
-    assert np.all(np.isnan(y.data))
+    assert np.all(np.isnan(y.array))
     y.backward(np.ones(3))
     assert x.grad.shape == (0, 3)
 
@@ -423,11 +423,11 @@ def test_transpose_of_two_axes_swaps_them_as_torch() -> None:
     (0, 1) as the identity; a tuple or every axis is a permutation (NumPy's transpose)."""
     x = leaf(np.arange(24.0).reshape(2, 3, 4))
     assert x.transpose(0, 2).shape == (4, 3, 2) and x.transpose(-1, 0).shape == (4, 3, 2)
-    np.testing.assert_array_equal(x.transpose(0, 2).data, np.swapaxes(x.data, 0, 2))
-    np.testing.assert_array_equal(x.transpose(1, 1).data, x.data)   # an axis with itself
+    np.testing.assert_array_equal(x.transpose(0, 2).array, np.swapaxes(x.array, 0, 2))
+    np.testing.assert_array_equal(x.transpose(1, 1).array, x.array)   # an axis with itself
     m = leaf(np.arange(6.0).reshape(2, 3))
     for swapped in (m.transpose(0, 1), m.transpose(1, 0), m.swapaxes(0, 1), m.T):
-        np.testing.assert_array_equal(swapped.data, m.data.T)
+        np.testing.assert_array_equal(swapped.array, m.array.T)
     assert x.transpose((0, 1, 2)).shape == (2, 3, 4) and x.transpose(2, 0, 1).shape == (4, 2, 3)
     with pytest.raises(TypeError, match="transpose: axes must be integers"):
         x.transpose(0, 1.0)
@@ -435,7 +435,7 @@ def test_transpose_of_two_axes_swaps_them_as_torch() -> None:
     torch = pytest.importorskip("torch")
     t = torch.arange(24.0).reshape(2, 3, 4)
     for dims in [(0, 2), (1, 2), (-1, 0), (1, 1)]:
-        np.testing.assert_array_equal(x.transpose(*dims).data, t.transpose(*dims).numpy())
+        np.testing.assert_array_equal(x.transpose(*dims).array, t.transpose(*dims).numpy())
 
 
 def test_transpose_negative_axes_and_zero_d() -> None:
@@ -454,13 +454,13 @@ def test_add_inplace_float_alpha_on_integer_tensor_is_an_error() -> None:
     with pytest.raises(TypeError) as info:
         x.add_(tr.Tensor(np.array([2, 2])), alpha=0.5)
     assert_names(str(info.value), "add_", "alpha", "int64")
-    np.testing.assert_array_equal(x.data, [1, 2])
+    np.testing.assert_array_equal(x.array, [1, 2])
     x.add_(tr.Tensor(np.array([2, 2])), alpha=3)
     x.add_(1)
-    np.testing.assert_array_equal(x.data, [8, 9])
+    np.testing.assert_array_equal(x.array, [8, 9])
     y = tr.Tensor(np.array([1.0, 2.0]))
     y.add_(np.array([2.0, 2.0]), alpha=0.5)
-    np.testing.assert_array_equal(y.data, [2.0, 3.0])
+    np.testing.assert_array_equal(y.array, [2.0, 3.0])
 
 
 # ------------------------------------------------------------------ 10. arange
@@ -471,7 +471,7 @@ def test_add_inplace_float_alpha_on_integer_tensor_is_an_error() -> None:
 def test_arange_dtype_follows_torch(args: tuple, dtype: Any) -> None:
     y = tr.arange(*args)
     assert y.dtype == dtype
-    np.testing.assert_array_equal(y.data, np.arange(*args, dtype=np.float64).astype(dtype))
+    np.testing.assert_array_equal(y.array, np.arange(*args, dtype=np.float64).astype(dtype))
 
 
 def test_arange_matches_torch() -> None:
@@ -479,7 +479,7 @@ def test_arange_matches_torch() -> None:
     for args in ((0.0, 1.0, 0.25), (3,), (0.0, 1.0, 0.1), (2, 9, 3), (-1.0, 2.0, 0.3)):
         ours, theirs = tr.arange(*args), torch.arange(*args)
         assert str(theirs.dtype).replace("torch.", "") == str(ours.dtype)
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_arange_explicit_dtype_and_bad_arguments() -> None:
@@ -520,14 +520,14 @@ def test_reductions_accept_numpy_integer_axes(op: str, axis: Any, plain: Any) ->
     got, want = tr.Tensor(data, requires_grad=True), tr.Tensor(data, requires_grad=True)
     y = getattr(got, op)(axis=axis)
     z = getattr(want, op)(axis=plain)
-    np.testing.assert_array_equal(y.data, z.data)
+    np.testing.assert_array_equal(y.array, z.array)
     y.sum().backward()
     z.sum().backward()
     np.testing.assert_array_equal(got.grad, want.grad)
     by_dim = getattr(got, op)(dim=axis)
     if op in ("max", "min") and not isinstance(axis, (tuple, list)):
         by_dim = by_dim.values  # torch's max(dim) / min(dim): (values, indices)
-    np.testing.assert_array_equal(by_dim.data, z.data)
+    np.testing.assert_array_equal(by_dim.array, z.array)
 
 
 @pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
@@ -548,7 +548,7 @@ def test_reduction_keepdims_takes_python_and_numpy_bools(op: str) -> None:
                         (1, (2, 1)), (np.int64(0), (2,))):
         y = getattr(x, op)(axis=1, keepdims=keep)
         assert y.shape == shape
-        np.testing.assert_array_equal(y.data, getattr(np, op)(x.data, axis=1,
+        np.testing.assert_array_equal(y.array, getattr(np, op)(x.array, axis=1,
                                                                keepdims=bool(keep)))
     for keep, kind in (("no", "str"), (2, "int"), (None, "NoneType"), (1.0, "float"),
                        (np.float32(1.0), "numpy.float32")):
@@ -583,7 +583,7 @@ def test_inplace_ops_on_integer_tensors_give_clear_errors(op: str) -> None:
         INPLACE[op](x)
     assert str(info.value).startswith(op)
     assert_names(str(info.value), "int64", (2,))
-    np.testing.assert_array_equal(x.data, [1, 2])
+    np.testing.assert_array_equal(x.array, [1, 2])
 
 
 def test_inplace_ops_on_bool_tensor_refuse_integers() -> None:
@@ -592,7 +592,7 @@ def test_inplace_ops_on_bool_tensor_refuse_integers() -> None:
         mask.add_(1)
     assert_names(str(info.value), "add_", "bool", (2,))
     mask.mul_(np.array([True, True]))
-    np.testing.assert_array_equal(mask.data, [True, False])
+    np.testing.assert_array_equal(mask.array, [True, False])
 
 
 def test_inplace_ops_that_fit_the_integer_dtype_still_work() -> None:
@@ -602,7 +602,7 @@ def test_inplace_ops_that_fit_the_integer_dtype_still_work() -> None:
     x.mul_(3)
     x.fill_(np.int64(4))
     assert x.dtype == np.int32
-    np.testing.assert_array_equal(x.data, [4, 4])
+    np.testing.assert_array_equal(x.array, [4, 4])
 
 
 @pytest.mark.parametrize("index, what", [

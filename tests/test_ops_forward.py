@@ -53,13 +53,13 @@ def check_forward(op: OpInfo, case: Case) -> None:
     assert len(outputs) == len(refs), (op.name, len(outputs), len(refs))
     for k, (out, ref) in enumerate(zip(outputs, refs)):
         assert out.dtype == np.float64, (op.name, k, out.dtype)
-        _assert_close(out.data, ref, FORWARD_RTOL, f"{op.name}: output {k}")
+        _assert_close(out.array, ref, FORWARD_RTOL, f"{op.name}: output {k}")
     # without recording: the same values and no graph
     with tr.no_grad():
         plain = as_tuple(op.fn(*[tr.Tensor(a) for a in case.inputs], **case.consts))
     for out, value in zip(outputs, plain):
         assert value.grad_fn is None and not value.requires_grad
-        np.testing.assert_array_equal(value.data, out.data)
+        np.testing.assert_array_equal(value.array, out.array)
     assert set(op.functions) <= graph_functions(outputs)
 
 
@@ -174,7 +174,7 @@ def _softmax_ours(name: str, x: np.ndarray, axis: int, mask: Any,
     fn = F.softmax if name == "softmax" else F.log_softmax
     out = fn(leaf, axis=axis, mask=mask)
     out.backward(upstream)
-    return out.data, leaf.grad
+    return out.array, leaf.grad
 
 
 def check_softmax_against_torch(name: str, case: Case, seed: int) -> None:
@@ -246,7 +246,7 @@ def test_all_targets_ignored(name: str, reduction: str) -> None:
     fn = F.cross_entropy if name == "cross_entropy" else F.nll_loss
     loss = fn(x, target, weight=np.array([0.5, 1.0, 2.0]), ignore_index=4,
               reduction=reduction)
-    np.testing.assert_array_equal(loss.data, np.zeros(() if reduction != "none" else (2,)))
+    np.testing.assert_array_equal(loss.array, np.zeros(() if reduction != "none" else (2,)))
     loss.backward(np.ones(loss.shape))
     np.testing.assert_array_equal(x.grad, np.zeros((2, 3)))
 

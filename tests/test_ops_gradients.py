@@ -32,7 +32,7 @@ def _output_scale(outputs: tuple) -> float:
     """max(1, largest finite |output entry|): the scale of the round-off in f."""
     scale = 1.0
     for out in outputs:
-        values = np.asarray(out.data, dtype=np.float64)
+        values = np.asarray(out.array, dtype=np.float64)
         finite = values[np.isfinite(values)]
         if finite.size:
             scale = max(scale, float(np.abs(finite).max()))

@@ -96,7 +96,7 @@ def _forward_backward(name: str, xv: np.ndarray, seed: int) -> tuple:
     x = leaf(xv, xv.dtype.type)
     y = STABLE_OPS[name](x, seed)
     y.backward(_upstream(y.shape, xv.dtype.type, seed + 1))
-    return y.data, x.grad
+    return y.array, x.grad
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
@@ -124,9 +124,9 @@ def test_extreme_logit_rows(name: str, dtype: type) -> None:
 
 def test_saturated_values_are_exact() -> None:
     with strict_fp():
-        s = F.sigmoid(tr.Tensor(np.array([-1e4, -40.0, 0.0, 40.0, 1e4]))).data
-        p = F.softmax(tr.Tensor(np.array([1e4, -1e4, 0.0]))).data
-        lp = F.log_softmax(tr.Tensor(np.array([1e4, -1e4]))).data
+        s = F.sigmoid(tr.Tensor(np.array([-1e4, -40.0, 0.0, 40.0, 1e4]))).array
+        p = F.softmax(tr.Tensor(np.array([1e4, -1e4, 0.0]))).array
+        lp = F.log_softmax(tr.Tensor(np.array([1e4, -1e4]))).array
         loss = F.cross_entropy(tr.Tensor(np.array([[1e4, -1e4]])), np.array([1])).item()
         bce = F.binary_cross_entropy_with_logits(tr.Tensor(np.array([-1e4])),
                                                  tr.Tensor(np.array([1.0]))).item()
@@ -141,8 +141,8 @@ def test_saturated_values_are_exact() -> None:
 def _check_sums_to_one(xv: np.ndarray) -> None:
     dtype = xv.dtype.type
     with strict_fp():
-        lp = F.log_softmax(tr.Tensor(xv), axis=-1).data
-        p = F.softmax(tr.Tensor(xv), axis=-1).data
+        lp = F.log_softmax(tr.Tensor(xv), axis=-1).array
+        p = F.softmax(tr.Tensor(xv), axis=-1).array
     assert lp.dtype == dtype and p.dtype == dtype
     np.testing.assert_allclose(np.exp(lp).sum(axis=-1), 1.0, rtol=0, atol=SUM_TOL[dtype])
     np.testing.assert_allclose(p.sum(axis=-1), 1.0, rtol=0, atol=SUM_TOL[dtype])
@@ -206,9 +206,9 @@ def test_partially_masked_softmax_equals_softmax_over_unmasked_subset(case: tupl
         with strict_fp():
             ys = F.softmax(sub)
             ys.backward(v[i, keep])
-        np.testing.assert_allclose(y.data[i, keep], ys.data, rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(y.array[i, keep], ys.array, rtol=1e-14, atol=1e-300)
         np.testing.assert_allclose(x.grad[i, keep], sub.grad, rtol=1e-12, atol=1e-15)
-        assert np.all(y.data[i, ~keep] == 0.0) and np.all(x.grad[i, ~keep] == 0.0)
+        assert np.all(y.array[i, ~keep] == 0.0) and np.all(x.grad[i, ~keep] == 0.0)
 
 
 @given(case=masked_rows(allow_empty_rows=False), seed=st.integers(0, 2**31 - 1))
@@ -226,9 +226,9 @@ def test_partially_masked_log_softmax_equals_log_softmax_over_unmasked_subset(
         with strict_fp():
             ys = F.log_softmax(sub)
             ys.backward(v[i, keep])
-        np.testing.assert_allclose(y.data[i, keep], ys.data, rtol=1e-14, atol=1e-14)
+        np.testing.assert_allclose(y.array[i, keep], ys.array, rtol=1e-14, atol=1e-14)
         np.testing.assert_allclose(x.grad[i, keep], sub.grad, rtol=1e-12, atol=1e-14)
-        assert np.all(y.data[i, ~keep] == -np.inf) and np.all(x.grad[i, ~keep] == 0.0)
+        assert np.all(y.array[i, ~keep] == -np.inf) and np.all(x.grad[i, ~keep] == 0.0)
 
 
 @pytest.mark.parametrize("fn", [F.softmax, F.log_softmax], ids=["softmax", "log_softmax"])
@@ -241,16 +241,16 @@ def test_fully_masked_row_gives_exact_zeros_and_zero_gradient(fn: Callable) -> N
         y = fn(x, mask=mask)
         y.backward(v)
     if fn is F.softmax:
-        np.testing.assert_array_equal(y.data[1], [0.0, 0.0, 0.0])
+        np.testing.assert_array_equal(y.array[1], [0.0, 0.0, 0.0])
     else:
-        np.testing.assert_array_equal(y.data[1], [-np.inf, -np.inf, -np.inf])
+        np.testing.assert_array_equal(y.array[1], [-np.inf, -np.inf, -np.inf])
     np.testing.assert_array_equal(x.grad[1], [0.0, 0.0, 0.0])
     # the other rows are bit-identical to computing them without the empty row
     keep = leaf(xv[[0, 2]])
     with strict_fp():
         y2 = fn(keep, mask=mask[[0, 2]])
         y2.backward(v[[0, 2]])
-    np.testing.assert_array_equal(y.data[[0, 2]], y2.data)
+    np.testing.assert_array_equal(y.array[[0, 2]], y2.array)
     np.testing.assert_array_equal(x.grad[[0, 2]], keep.grad)
 
 
@@ -272,7 +272,7 @@ def test_masked_entries_holding_inf_nan_or_huge_change_nothing(fn: Callable, cas
         with strict_fp():
             y = fn(x, mask=mask)
             y.backward(v)
-        results.append((y.data, x.grad))
+        results.append((y.array, x.grad))
     np.testing.assert_array_equal(results[1][0], results[0][0])
     np.testing.assert_array_equal(results[1][1], results[0][1])
     assert not np.any(np.isnan(results[1][1]))
@@ -283,9 +283,9 @@ def test_masked_huge_logit_gives_exact_zero_gradient() -> None:
     entry has probability 1 whatever its value, so the gradient is exactly 0."""
     x = leaf(np.array([36.0, 10000.0]))
     with strict_fp():
-        y = F.softmax(x, mask=x.data < 1000)
+        y = F.softmax(x, mask=x.array < 1000)
         y.backward(np.array([1.0, 1.0]))
-    np.testing.assert_array_equal(y.data, [1.0, 0.0])
+    np.testing.assert_array_equal(y.array, [1.0, 0.0])
     np.testing.assert_array_equal(x.grad, [0.0, 0.0])
 
 
@@ -298,7 +298,7 @@ def test_where_gradient_of_branch_not_taken_is_exactly_zero_even_for_inf_and_nan
     with strict_fp():
         out = tr.where(cond, a, b)
         out.backward(g)
-    np.testing.assert_array_equal(out.data, [1.0, 2.0, 2.0, 4.0])
+    np.testing.assert_array_equal(out.array, [1.0, 2.0, 2.0, 4.0])
     np.testing.assert_array_equal(a.grad, [0.0, 0.0, 3.0, 0.0])
     np.testing.assert_array_equal(b.grad, [1.0, -2.0, 0.0, 4.0])
 
@@ -319,28 +319,28 @@ def test_double_where_keeps_log_of_zero_out_of_the_gradient() -> None:
     """y = log(x) where x > 0 else 0: sanitize the dead branch's input with a second where,
     and no inf or 0/0 reaches the forward or the gradient."""
     x = leaf(np.array([0.0, 2.0, -1.0, 0.5]))
-    positive = x.data > 0
+    positive = x.array > 0
     with strict_fp():
         safe = tr.where(positive, x, tr.Tensor(np.ones(4)))
         y = tr.where(positive, F.log(safe), tr.Tensor(np.zeros(4)))
         y.sum().backward()
-    np.testing.assert_array_equal(y.data, [0.0, np.log(2.0), 0.0, np.log(0.5)])
+    np.testing.assert_array_equal(y.array, [0.0, np.log(2.0), 0.0, np.log(0.5)])
     np.testing.assert_array_equal(x.grad, [0.0, 0.5, 0.0, 2.0])
 
 
 @pytest.mark.parametrize("junk", MASKED_JUNK)
 def test_masked_fill_hides_nonfinite_values_from_output_and_gradient(junk: float) -> None:
     x = leaf(np.array([[1.0, junk, 3.0], [junk, junk, -2.0]]))
-    mask = ~np.isfinite(x.data) | (np.abs(x.data) > 1e6)
+    mask = ~np.isfinite(x.array) | (np.abs(x.array) > 1e6)
     with strict_fp():
         y = F.masked_fill(x, mask, -1e9)
         s = F.softmax(y, axis=-1)
         s.backward(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
         y2 = x.masked_fill(mask, 0.0)  # the method form
         y2.sum().backward()
-    assert np.all(np.isfinite(s.data)) and not np.any(np.isnan(x.grad))
+    assert np.all(np.isfinite(s.array)) and not np.any(np.isnan(x.grad))
     np.testing.assert_array_equal(x.grad[mask], 0.0)
-    np.testing.assert_array_equal(y2.data[mask], 0.0)
+    np.testing.assert_array_equal(y2.array[mask], 0.0)
 
 
 # ----------------------------------------------------------------------------- ignore_index
@@ -373,7 +373,7 @@ def test_cross_entropy_ignored_rows_get_exact_zero_gradient(dtype: type, reducti
     assert x.grad.dtype == dtype and np.all(np.isfinite(x.grad))
     assert np.all(x.grad[ignored] == 0.0)
     if reduction == "none":
-        assert np.all(loss.data[ignored] == 0.0)
+        assert np.all(loss.array[ignored] == 0.0)
     kept = ~ignored
     if kept.any():  # the kept rows see exactly the loss over the kept rows alone
         sub = leaf(xv[kept], dtype)
@@ -383,8 +383,8 @@ def test_cross_entropy_ignored_rows_get_exact_zero_gradient(dtype: type, reducti
             ref.backward(np.ones(ref.shape, dtype=dtype))
         tol = 1e-12 if dtype is np.float64 else 1e-5
         np.testing.assert_allclose(x.grad[kept], sub.grad, rtol=tol, atol=tol)
-        loss_kept = loss.data[kept] if reduction == "none" else loss.data
-        np.testing.assert_allclose(loss_kept, ref.data, rtol=tol, atol=tol)
+        loss_kept = loss.array[kept] if reduction == "none" else loss.array
+        np.testing.assert_allclose(loss_kept, ref.array, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
@@ -399,7 +399,7 @@ def test_all_ignored_batch_gives_zero_loss_and_zero_gradient(dtype: type,
                                weight=np.array([1.0, 2.0, 3.0]))
         loss.backward(np.ones(loss.shape, dtype=dtype))
     assert loss.dtype == dtype
-    np.testing.assert_array_equal(loss.data, np.zeros(loss.shape))
+    np.testing.assert_array_equal(loss.array, np.zeros(loss.shape))
     np.testing.assert_array_equal(x.grad, np.zeros((2, 3)))
 
 
@@ -417,5 +417,5 @@ def test_nll_loss_ignored_rows_and_all_ignored_batch(reduction: str) -> None:
     with strict_fp():
         loss2 = F.nll_loss(x2, np.array([-100]), reduction=reduction)
         loss2.backward(np.ones(loss2.shape))
-    np.testing.assert_array_equal(loss2.data, np.zeros(loss2.shape))
+    np.testing.assert_array_equal(loss2.array, np.zeros(loss2.shape))
     np.testing.assert_array_equal(x2.grad, [[0.0, 0.0]])

@@ -81,9 +81,9 @@ def test_dtype_argument_converts_and_data_is_copied() -> None:
     assert x.dtype == np.float32
     y = tr.Tensor(src, requires_grad=True)
     src[0] = 100.0
-    assert y.data[0] == 1.0 and not np.shares_memory(y.data, src)
+    assert y.array[0] == 1.0 and not np.shares_memory(y.array, src)
     z = tr.Tensor(y)  # from a tensor: a copy of its data, a new leaf
-    assert not np.shares_memory(z.data, y.data) and z.dtype == np.float64
+    assert not np.shares_memory(z.array, y.array) and z.dtype == np.float64
     assert tr.tensor([1.0], requires_grad=True, dtype=np.float64).dtype == np.float64
 
 
@@ -123,7 +123,7 @@ def test_scalar_never_promotes_float32(op: str, scalar: Any) -> None:
         y = fn(scalar, x) if reflected else fn(x, scalar)
         expected = fn(s32, xv) if reflected else fn(xv, s32)
         assert y.dtype == np.float32, (op, reflected)
-        np.testing.assert_allclose(y.data, expected, rtol=1e-7)
+        np.testing.assert_allclose(y.array, expected, rtol=1e-7)
         y.sum().backward()
         assert x.grad.dtype == np.float32
 
@@ -134,7 +134,7 @@ def test_pow_by_scalar_keeps_float32(exponent: Any) -> None:
     x = leaf([0.5, 1.5, 4.0], np.float32)
     y = x ** exponent
     assert y.dtype == np.float32
-    np.testing.assert_allclose(y.data, np.array([0.5, 1.5, 4.0], np.float32) ** np.float32(
+    np.testing.assert_allclose(y.array, np.array([0.5, 1.5, 4.0], np.float32) ** np.float32(
         exponent), rtol=1e-6)
     y.sum().backward()
     assert x.grad.dtype == np.float32
@@ -171,7 +171,7 @@ def test_integer_and_bool_tensors_with_scalars_follow_torch(data: Any, fn: Calla
                                                             expected: Any) -> None:
     out = fn(tr.Tensor(data))
     assert out.dtype == dtype and not out.requires_grad
-    np.testing.assert_array_equal(out.data, np.asarray(expected, dtype=dtype))
+    np.testing.assert_array_equal(out.array, np.asarray(expected, dtype=dtype))
 
 
 FLOAT_MATH = {  # ops whose math is floating: integer input computes in float32, as torch
@@ -193,7 +193,7 @@ def test_float_math_on_integer_tensors_is_float32(name: str, dtype: Any) -> None
     fn, reference = FLOAT_MATH[name]
     out = fn(tr.Tensor(data))
     assert out.dtype == np.float32, (name, dtype)
-    np.testing.assert_allclose(out.data, reference(data.astype(np.float32)), rtol=1e-6)
+    np.testing.assert_allclose(out.array, reference(data.astype(np.float32)), rtol=1e-6)
 
 
 @pytest.mark.parametrize("other", [np.int64, np.int32, np.bool_])
@@ -223,7 +223,7 @@ def test_int32_tensor_keeps_int32_with_an_int_scalar() -> None:
 def test_integer_tensor_to_negative_integer_power_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"int64.*-1.*float\(\)"):
         tr.Tensor([1, 2]) ** -1
-    np.testing.assert_allclose((tr.Tensor([1, 2]).float() ** -1).data, [1.0, 0.5])
+    np.testing.assert_allclose((tr.Tensor([1, 2]).float() ** -1).array, [1.0, 0.5])
 
 
 def test_zero_dim_host_array_counts_as_a_scalar() -> None:
@@ -231,7 +231,7 @@ def test_zero_dim_host_array_counts_as_a_scalar() -> None:
     x = leaf([0.5, 2.0], np.float32)
     y = x * np.array(3.0) + np.array(1.0)
     assert y.dtype == np.float32
-    np.testing.assert_array_equal(y.data, np.array([2.5, 7.0], np.float32))
+    np.testing.assert_array_equal(y.array, np.array([2.5, 7.0], np.float32))
     y.sum().backward()
     assert x.grad.dtype == np.float32 and np.all(x.grad == 3.0)
 
@@ -283,7 +283,7 @@ def test_fast_scalar_lifting_matches_the_general_rule(dtypes: list, scalars: lis
         else:
             assert a.dtype == b.dtype == np.result_type(*dtypes), (x, a.dtype, b.dtype)
             assert a.shape == b.shape == ()
-            np.testing.assert_array_equal(a.data, b.data)
+            np.testing.assert_array_equal(a.array, b.array)
 
 
 @pytest.mark.parametrize("inputs", [
@@ -313,7 +313,7 @@ def test_scalar_ops_on_float_tensors_keep_dtype_and_values(dtype: Any, scalar: A
     s = np.asarray(scalar, dtype)
     for got, want in ((x * scalar, data * s), (scalar - x, s - data), (x / scalar, data / s)):
         assert got.dtype == dtype and got.requires_grad
-        np.testing.assert_array_equal(got.data, want)
+        np.testing.assert_array_equal(got.array, want)
 
 
 @pytest.mark.parametrize("dtype, scalar, expr", [
@@ -344,9 +344,9 @@ def test_integer_scalar_outside_the_tensors_dtype_is_a_clear_error(dtype: Any, s
 def test_integer_scalars_at_the_edges_of_the_range_are_accepted() -> None:
     a = tr.Tensor(np.array([0, 1], np.uint8))
     assert (a + 255).dtype == np.uint8 and (a * 0).dtype == np.uint8
-    np.testing.assert_array_equal((a + np.uint8(254)).data, [254, 255])
+    np.testing.assert_array_equal((a + np.uint8(254)).array, [254, 255])
     b = tr.Tensor(np.array([5], np.int8))
-    assert (b + -128).dtype == np.int8 and (b + -128).data.tolist() == [-123]
+    assert (b + -128).dtype == np.int8 and (b + -128).array.tolist() == [-123]
     assert (b + 0.5).dtype == np.float32  # a float scalar still computes in float32
 
 
@@ -357,7 +357,7 @@ def test_integer_scalar_takes_the_promoted_dtype_of_the_integer_tensors() -> Non
     for parts in ([i8, i64, 1000], [1000, i8, i64], [i64, i8, np.int32(1000)]):
         out = tr.stack(parts)
         assert out.dtype == np.int64
-        np.testing.assert_array_equal(sorted(out.data.tolist()), [1, 2, 1000])
+        np.testing.assert_array_equal(sorted(out.array.tolist()), [1, 2, 1000])
     u8 = tr.Tensor(np.array(1, np.uint8))
     assert tr.stack([u8, i8, 200]).dtype == np.int16  # uint8 with int8 is int16
     with pytest.raises(ValueError, match=r"-1 is outside the range of uint8"):
@@ -386,11 +386,11 @@ def test_fill_writes_any_value_the_dtype_holds_exactly(dtype: Any, value: Any) -
     want = np.zeros(3, dtype)
     want[...] = value
     assert x.dtype == dtype and x._version.value == version + 1
-    np.testing.assert_array_equal(x.data, want)
+    np.testing.assert_array_equal(x.array, want)
     torch = pytest.importorskip("torch")
     ref = torch.from_numpy(np.array([1, 0, 1]).astype(dtype)).fill_(
         value.item() if isinstance(value, np.ndarray) else value)
-    np.testing.assert_array_equal(x.data, ref.numpy())
+    np.testing.assert_array_equal(x.array, ref.numpy())
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int32, np.int64,
@@ -400,9 +400,9 @@ def test_zero_works_on_every_dtype(dtype: Any) -> None:
     int64 and refused to write int64 into bool)."""
     x = tr.Tensor(np.array([1, 1]).astype(dtype))
     assert x.zero_() is x and x.dtype == dtype
-    np.testing.assert_array_equal(x.data, np.zeros(2, dtype))
+    np.testing.assert_array_equal(x.array, np.zeros(2, dtype))
     zero_d = tr.Tensor(np.array(1).astype(dtype))
-    assert zero_d.zero_().data.shape == () and not zero_d.data.any()
+    assert zero_d.zero_().array.shape == () and not zero_d.array.any()
 
 
 @pytest.mark.parametrize("dtype, value, holds", [
@@ -428,7 +428,7 @@ def test_fill_refuses_a_value_the_dtype_would_change(dtype: Any, value: Any,
     assert msg.startswith(f"fill_: a tensor of dtype {np.dtype(dtype)} (shape (2,)) holds "
                           f"{holds}"), msg
     assert f"the value {value!r} would change" in msg
-    np.testing.assert_array_equal(x.data, np.array([1, 0]).astype(dtype))  # nothing written
+    np.testing.assert_array_equal(x.array, np.array([1, 0]).astype(dtype))  # nothing written
 
 
 @pytest.mark.parametrize("value, error, text", [
@@ -444,13 +444,13 @@ def test_fill_refuses_a_value_that_is_no_single_real_number(value: Any, error: t
     with pytest.raises(error) as info:
         x.fill_(value)
     assert str(info.value).startswith(text), str(info.value)
-    np.testing.assert_array_equal(x.data, [1.0, 0.0])
+    np.testing.assert_array_equal(x.array, [1.0, 0.0])
 
 
 def test_fill_takes_a_0d_tensor() -> None:
     x = tr.Tensor(np.array([1, 2], np.int32))
     x.fill_(tr.Tensor(np.array(7, np.int64)))
-    assert x.dtype == np.int32 and x.data.tolist() == [7, 7]
+    assert x.dtype == np.int32 and x.array.tolist() == [7, 7]
 
 
 @pytest.mark.parametrize("scalar", [0.5, np.float64(0.5), np.float32(0.5), 1],
@@ -494,7 +494,8 @@ def test_grad_is_a_fresh_array_of_input_shape_and_dtype() -> None:
     y = x * 1.0
     g = np.ones((2, 3), dtype=np.float32)
     y.backward(g)
-    assert isinstance(x.grad, np.ndarray)
+    assert isinstance(x.grad, tr.Tensor) and not x.grad.requires_grad  # torch's .grad
+    assert isinstance(x.grad.array, np.ndarray) and x.grad.is_leaf
     assert x.grad.shape == (2, 3) and x.grad.dtype == np.float32
     assert not np.shares_memory(x.grad, g)
 
@@ -503,7 +504,8 @@ def test_grad_is_a_fresh_array_of_input_shape_and_dtype() -> None:
 def test_shape_dtype_ndim_size_T_len_iter() -> None:
     x = tr.Tensor(np.arange(24.0).reshape(2, 3, 4))
     assert x.shape == (2, 3, 4) and isinstance(x.shape, tuple)
-    assert x.dtype == np.float64 and x.ndim == 3 and x.size == 24 and len(x) == 2
+    assert x.dtype == np.float64 and x.ndim == 3 and x.numel() == 24 and len(x) == 2
+    assert x.size() == (2, 3, 4) and x.size(1) == 3 and x.dim() == 3
     assert x.T.shape == (4, 3, 2)
     np.testing.assert_array_equal(x.T.numpy(), x.numpy().T)
     rows = list(x)
@@ -515,7 +517,7 @@ def test_shape_dtype_ndim_size_T_len_iter() -> None:
 
 def test_numpy_item_tolist() -> None:
     x = tr.Tensor(np.array([[1.5, 2.5]]))
-    assert isinstance(x.numpy(), np.ndarray) and np.shares_memory(x.numpy(), x.data)
+    assert isinstance(x.numpy(), np.ndarray) and np.shares_memory(x.numpy(), x.array)
     assert x.tolist() == [[1.5, 2.5]]
     one = tr.Tensor(np.array([[4.25]]))
     assert one.item() == 4.25 and isinstance(one.item(), float)
@@ -555,7 +557,7 @@ def test_detach_shares_data_and_drops_graph() -> None:
     x = leaf([1.0, 2.0])
     y = x * 2.0
     d = y.detach()
-    assert np.shares_memory(d.data, y.data)
+    assert np.shares_memory(d.array, y.array)
     assert d.is_leaf and not d.requires_grad and d.grad_fn is None
     assert y.grad_fn is not None and y.grad_fn.name == "Mul"
 
@@ -563,7 +565,7 @@ def test_detach_shares_data_and_drops_graph() -> None:
 def test_clone_is_a_differentiable_copy() -> None:
     x = leaf([1.0, 2.0])
     c = x.clone()
-    assert not np.shares_memory(c.data, x.data) and c.grad_fn is not None
+    assert not np.shares_memory(c.array, x.array) and c.grad_fn is not None
     (c * 3.0).sum().backward()
     np.testing.assert_array_equal(x.grad, [3.0, 3.0])
 
@@ -587,7 +589,7 @@ def test_operator_sugar_values_and_gradients() -> None:
     av, bv = np.array([[1.0, -2.0], [3.0, 0.5]]), np.array([[0.5, 4.0], [-1.0, 2.0]])
     a, b = leaf(av), leaf(bv)
     out = (-a + b) * a - b / a + (a @ b)
-    np.testing.assert_allclose(out.data, (-av + bv) * av - bv / av + av @ bv, rtol=1e-15)
+    np.testing.assert_allclose(out.array, (-av + bv) * av - bv / av + av @ bv, rtol=1e-15)
     out.sum().backward()
     ones = np.ones((2, 2))
     # d/da: -a + (-a + b) + b / a^2 + G b^T ; d/db: a - 1 / a + a^T G
@@ -601,7 +603,7 @@ def test_reflected_matmul_and_numpy_operands() -> None:
     m = np.array([[1.0, 2.0]])
     out = m @ w  # ndarray @ Tensor goes to Tensor.__rmatmul__
     assert isinstance(out, tr.Tensor)
-    np.testing.assert_array_equal(out.data, [[2.0, 4.0]])
+    np.testing.assert_array_equal(out.array, [[2.0, 4.0]])
     out.sum().backward()
     np.testing.assert_array_equal(w.grad, [[1.0, 1.0], [2.0, 2.0]])
     assert isinstance(np.ones(2) + w[0], tr.Tensor)
@@ -610,7 +612,7 @@ def test_reflected_matmul_and_numpy_operands() -> None:
 def test_indexing_values_and_gradient_accumulation() -> None:
     x = leaf(np.arange(6.0).reshape(2, 3))
     picked = x[np.array([0, 0, 1]), np.array([1, 1, 2])]  # repeated index accumulates
-    np.testing.assert_array_equal(picked.data, [1.0, 1.0, 5.0])
+    np.testing.assert_array_equal(picked.array, [1.0, 1.0, 5.0])
     (picked.sum() + x[1, :2].sum() + x[tr.Tensor([1])].sum()).backward()
     np.testing.assert_array_equal(x.grad, [[0.0, 2.0, 0.0], [2.0, 2.0, 2.0]])
 
@@ -623,24 +625,24 @@ def test_indexing_values_and_gradient_accumulation() -> None:
 def test_unary_methods_match_numpy(name: str, ref: Callable) -> None:
     xv = np.array([0.3, 1.7, 2.2]) if name in ("log", "sqrt") else np.array([-1.3, 0.4, 2.2])
     y = getattr(leaf(xv), name)()
-    np.testing.assert_allclose(y.data, ref(xv), rtol=1e-15)
+    np.testing.assert_allclose(y.array, ref(xv), rtol=1e-15)
 
 
 def test_reduction_methods_axis_keepdims_dim() -> None:
     xv = np.array([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
     x = tr.Tensor(xv)
-    np.testing.assert_array_equal(x.sum().data, xv.sum())
-    np.testing.assert_array_equal(x.sum(axis=0).data, xv.sum(axis=0))
-    np.testing.assert_array_equal(x.sum(dim=1, keepdims=True).data, xv.sum(1, keepdims=True))
-    np.testing.assert_array_equal(x.mean(axis=(0, 1)).data, xv.mean())
-    np.testing.assert_array_equal(x.max(axis=1).data, [5.0, 6.0])
-    np.testing.assert_array_equal(x.min(axis=0).data, [1.0, 2.0, 3.0])
-    np.testing.assert_array_equal(x.maximum(3.0).data, np.maximum(xv, 3.0))
-    np.testing.assert_array_equal(x.minimum(3.0).data, np.minimum(xv, 3.0))
-    np.testing.assert_array_equal(x.clip(2.0, 5.0).data, np.clip(xv, 2.0, 5.0))
-    np.testing.assert_array_equal(x.clamp(max=2.0).data, np.clip(xv, None, 2.0))
-    np.testing.assert_allclose(x.softmax(axis=0).data.sum(axis=0), 1.0, rtol=1e-15)
-    np.testing.assert_allclose(np.exp(x.log_softmax().data).sum(axis=1), 1.0, rtol=1e-15)
+    np.testing.assert_array_equal(x.sum().array, xv.sum())
+    np.testing.assert_array_equal(x.sum(axis=0).array, xv.sum(axis=0))
+    np.testing.assert_array_equal(x.sum(dim=1, keepdims=True).array, xv.sum(1, keepdims=True))
+    np.testing.assert_array_equal(x.mean(axis=(0, 1)).array, xv.mean())
+    np.testing.assert_array_equal(x.max(axis=1).array, [5.0, 6.0])
+    np.testing.assert_array_equal(x.min(axis=0).array, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x.maximum(3.0).array, np.maximum(xv, 3.0))
+    np.testing.assert_array_equal(x.minimum(3.0).array, np.minimum(xv, 3.0))
+    np.testing.assert_array_equal(x.clip(2.0, 5.0).array, np.clip(xv, 2.0, 5.0))
+    np.testing.assert_array_equal(x.clamp(max=2.0).array, np.clip(xv, None, 2.0))
+    np.testing.assert_allclose(x.softmax(axis=0).array.sum(axis=0), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(np.exp(x.log_softmax().array).sum(axis=1), 1.0, rtol=1e-15)
 
 
 def test_shape_methods() -> None:
@@ -666,14 +668,14 @@ def test_shape_methods() -> None:
 def test_split_stack_cat_where_top_level() -> None:
     x = leaf(np.arange(5.0))
     a, b = tr.split(x, [2, 3])
-    np.testing.assert_array_equal(a.data, [0.0, 1.0])
+    np.testing.assert_array_equal(a.array, [0.0, 1.0])
     s = tr.stack([a, a * 2.0], axis=1)  # (2, 2)
     assert s.shape == (2, 2)
     c = tr.cat([b, a], dim=0)  # regression: dim= used to raise "give axis or dim, not both"
-    np.testing.assert_array_equal(c.data, [2.0, 3.0, 4.0, 0.0, 1.0])
+    np.testing.assert_array_equal(c.array, [2.0, 3.0, 4.0, 0.0, 1.0])
     assert tr.concatenate is tr.cat
     w = tr.where(c > 1.5, c, tr.zeros_like(c))
-    np.testing.assert_array_equal(w.data, [2.0, 3.0, 4.0, 0.0, 0.0])
+    np.testing.assert_array_equal(w.array, [2.0, 3.0, 4.0, 0.0, 0.0])
     (s.sum() + (w * np.arange(5.0)).sum()).backward()
     # a gets 1 + 2 from the stack; b gets 0, 1, 2 from where; a's where entries are masked out
     np.testing.assert_array_equal(x.grad, [3.0, 3.0, 0.0, 1.0, 2.0])
@@ -686,22 +688,22 @@ def test_split_by_size_covers_the_axis(n: int, size: int) -> None:
     x = tr.Tensor(np.arange(float(n)))
     pieces = tr.split(x, size)
     assert all(p.shape[0] == size for p in pieces[:-1]) and 1 <= pieces[-1].shape[0] <= size
-    np.testing.assert_array_equal(tr.cat(list(pieces)).data, x.data)
+    np.testing.assert_array_equal(tr.cat(list(pieces)).array, x.array)
 
 
 def test_creation_helpers() -> None:
     assert tr.zeros(2, 3).shape == (2, 3) and tr.zeros((2, 3)).dtype == np.float32
     assert tr.ones(2, dtype=np.float64).dtype == np.float64
-    np.testing.assert_array_equal(tr.full((2,), 7.0).data, [7.0, 7.0])
+    np.testing.assert_array_equal(tr.full((2,), 7.0).array, [7.0, 7.0])
     x = leaf([1.0, 2.0])
     assert tr.zeros_like(x).dtype == np.float64 and not tr.zeros_like(x).requires_grad
     assert tr.ones_like(x, requires_grad=True).requires_grad
-    np.testing.assert_array_equal(tr.arange(3).data, [0, 1, 2])
+    np.testing.assert_array_equal(tr.arange(3).array, [0, 1, 2])
     r1, r2 = tr.randn(2, 3, generator=7), tr.randn(2, 3, generator=7)
-    np.testing.assert_array_equal(r1.data, r2.data)
+    np.testing.assert_array_equal(r1.array, r2.array)
     assert r1.dtype == np.float32
     u = tr.rand(100, generator=1)
-    assert np.all((u.data >= 0) & (u.data < 1))
+    assert np.all((u.array >= 0) & (u.array < 1))
 
 
 # ----------------------------------------------------------------------------- repr
@@ -722,10 +724,10 @@ def test_full_reductions_give_0d_arrays_not_numpy_scalars(reduce: str) -> None:
     ops work on the 0-d result."""
     x = leaf([1.0, -2.0, 4.0])
     y = getattr(x, reduce)()
-    assert type(y.data) is np.ndarray and y.shape == ()
+    assert type(y.array) is np.ndarray and y.shape == ()
     assert type(y.numpy()) is np.ndarray and y.numpy().shape == ()
     y.backward()
-    assert type(x.grad) is np.ndarray
+    assert type(x.grad.array) is np.ndarray
     with tr.no_grad():
         z = getattr(x.detach(), reduce)()
         before = z.item()

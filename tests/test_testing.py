@@ -76,7 +76,7 @@ def test_arrays_invalid_bounds():
 @given(tensors((3, 2), min_value=-2, max_value=2))
 def test_tensors_are_float64_leaves_requiring_grad(x):
     assert isinstance(x, tr.Tensor) and x.requires_grad and x.is_leaf
-    assert x.shape == (3, 2) and x.dtype == np.float64 and np.all(np.abs(x.data) <= 2)
+    assert x.shape == (3, 2) and x.dtype == np.float64 and np.all(np.abs(x.array) <= 2)
 
 
 @given(tensors(dtype=np.int64, min_value=0, max_value=5),
@@ -103,7 +103,7 @@ def test_shape_pairs_give_addable_arrays(pair, data):
     a_shape, b_shape = pair
     a = data.draw(arrays(a_shape))
     b = data.draw(arrays(b_shape))
-    out = (tr.Tensor(a) + tr.Tensor(b)).data
+    out = (tr.Tensor(a) + tr.Tensor(b)).array
     assert out.shape == np.broadcast_shapes(a_shape, b_shape)
     np.testing.assert_array_equal(out, a + b)
 
@@ -215,7 +215,7 @@ def test_token_ids_require_invalid(ids):
 def test_token_ids_feed_an_embedding(ids, data):
     w = data.draw(tensors((4, 3)))
     out = tr.functional.embedding(tr.Tensor(ids), w)
-    np.testing.assert_array_equal(out.data, w.data[ids])
+    np.testing.assert_array_equal(out.array, w.array[ids])
 
 
 def test_token_ids_invalid_range_is_clipped_to_the_dtype():
@@ -472,14 +472,14 @@ def test_check_function_large_input_uses_directional():
 def test_check_module_passes_and_leaves_original_untouched():
     m = StandIn()
     m.weight.grad = np.ones((3, 4), dtype=np.float32)
-    grad_obj, w_before, b_before = m.weight.grad, m.weight.data.copy(), m.bias.data.copy()
+    grad_obj, w_before, b_before = m.weight.grad, m.weight.array.copy(), m.bias.array.copy()
     x = _module_input()
     report = check_module(m, x)
     assert report.passed
     labels = {report.gradcheck.label}
     assert labels <= {"input 0", "parameter 'weight'", "parameter 'bias'"}
     assert m.weight.dtype == np.float32 and m.bias.dtype == np.float32
-    assert np.array_equal(m.weight.data, w_before) and np.array_equal(m.bias.data, b_before)
+    assert np.array_equal(m.weight.array, w_before) and np.array_equal(m.bias.array, b_before)
     assert m.weight.grad is grad_obj and np.all(grad_obj == 1) and m.bias.grad is None
     assert x.grad is None
 
@@ -585,9 +585,9 @@ def test_check_module_without_deepcopy():
 
     m = NoCopy(dtype=np.float64)
     m.bias.grad = np.full(3, 5.0)
-    w_before = m.weight.data.copy()
+    w_before = m.weight.array.copy()
     assert check_module(m, _module_input()).passed
-    assert np.array_equal(m.weight.data, w_before) and m.weight.grad is None
+    assert np.array_equal(m.weight.array, w_before) and m.weight.grad is None
     assert np.all(m.bias.grad == 5.0)
     with pytest.raises(TypeError, match="float64"):
         check_module(NoCopy(dtype=np.float32), _module_input())
@@ -614,9 +614,9 @@ def test_check_module_detects_a_copy_that_shares_parameters():
     assert m.weight.dtype == np.float32
     m64 = StandIn(dtype=np.float64)
     m64.named_parameters = lambda: [("weight", m64.weight), ("bias", m64.bias)]
-    before = m64.weight.data.copy()
+    before = m64.weight.array.copy()
     assert check_module(m64, _module_input()).passed
-    assert np.array_equal(m64.weight.data, before) and m64.weight.grad is None
+    assert np.array_equal(m64.weight.array, before) and m64.weight.grad is None
 
 
 # ============================================================================= caller's tensors
@@ -902,8 +902,8 @@ def test_check_jacobian_leaves_captured_parameters_grad_alone():
     m = tr.nn.Linear(3, 3, dtype=np.float64, generator=0)
     x = np.random.default_rng(1).standard_normal((2, 3))
     assert check_jacobian(lambda t: m(t).tanh(),
-                          lambda v: (1 - np.tanh(v @ m.weight.data.T + m.bias.data) ** 2)[
-                              ..., :, None] * m.weight.data, x, at="input").passed
+                          lambda v: (1 - np.tanh(v @ m.weight.array.T + m.bias.array) ** 2)[
+                              ..., :, None] * m.weight.array, x, at="input").passed
     assert m.weight.grad is None and m.bias.grad is None
 
 

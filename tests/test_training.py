@@ -182,21 +182,21 @@ def test_fit_refuses_validation_settings_it_would_ignore(kwargs: dict, error: ty
     opt = tr.optim.SGD(p.parameters(), lr=0.1)
     with pytest.raises(error, match=r"^fit: " + message):
         fit(lambda i: p.loss(), 4, opt, progress=False, **kwargs)
-    assert p.w.data[0] == 0.0 and p.w.grad is None                # no update was made
+    assert p.w.array[0] == 0.0 and p.w.grad is None                # no update was made
 
 
 @pytest.mark.parametrize("kwargs,error,message", VALIDATION_MISUSE)
 def test_train_stream_refuses_validation_settings_it_would_ignore(
         kwargs: dict, error: type, message: str) -> None:
     model = Predictor()
-    before = [q.data.copy() for q in model.parameters()]
+    before = [q.array.copy() for q in model.parameters()]
     x, target = sine_stream(12)
     opt = tr.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(error, match=r"^train_stream: " + message):
         train_stream(model.step, x, stream_loss(target), opt, chunked(4), progress=False,
                      **kwargs)
     for q, b in zip(model.parameters(), before):
-        np.testing.assert_array_equal(q.data, b)
+        np.testing.assert_array_equal(q.array, b)
 
 
 @pytest.mark.parametrize("val_every", [1, 3, np.int64(50)])

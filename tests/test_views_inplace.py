@@ -25,7 +25,7 @@ def _train_step(W: tr.Tensor, x: np.ndarray) -> np.ndarray:
     for _ in range(5):
         h = (h @ W).tanh()
     h.sum().backward()
-    return W.grad.copy()
+    return W.grad.array.copy()
 
 
 def test_no_grad_in_one_thread_does_not_change_another_threads_gradients() -> None:
@@ -155,7 +155,7 @@ def test_manual_gradient_descent_with_minus_equals_keeps_the_parameter_a_leaf() 
     for _ in range(3):
         loss = ((tr.Tensor(x) @ W) ** 2).sum()
         loss.backward()
-        g = W.grad.copy()
+        g = W.grad.array.copy()
         old = W.numpy().copy()
         with tr.no_grad():
             W -= 0.1 * W.grad
@@ -290,7 +290,7 @@ def test_setitem_of_time_steps_into_a_buffer_gives_torch_s_gradients() -> None:
         acc[t] += h
     R = rng.normal(size=(4, 2, 3))
     (out * R).sum().backward(retain_graph=True)
-    g_out = W.grad.copy()
+    g_out = W.grad.array.copy()
     W.grad = None
     (acc * R).sum().backward()
     # the same without writes into buffers

@@ -15,11 +15,15 @@ from .engine import (
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
 from .jacobians import jacobian
 from .ops.base import Function, sum_to_shape
-from .random import get_generator, manual_seed
+from .random import Generator, get_generator, manual_seed
 from .tensor import (
-    Tensor, arange, cat, concatenate, full, ones, ones_like, rand, randn, split, stack,
-    tensor, where, zeros, zeros_like,
+    BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor, Size, Tensor,
+    arange, as_tensor, cat, concatenate, empty, empty_like, from_numpy, full, full_like,
+    is_tensor, linspace, numel, ones, ones_like, rand, rand_like, randint, randn, randn_like,
+    randperm, split, stack, tensor, where, zeros, zeros_like,
 )
+from .torch_functions import *  # noqa: F401,F403  (torch's names: tr.tanh, tr.long, ...)
+from .torch_functions import __all__ as _torch_names
 from . import optim
 from . import onnx
 from . import nn
@@ -38,8 +42,11 @@ __all__ = [
     "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled", "gradcheck",
     "GradcheckError",
     "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "allocator",
-    "Function", "sum_to_shape", "manual_seed", "get_generator", "__version__",
+    "Function", "sum_to_shape", "manual_seed", "get_generator", "Generator", "__version__",
     "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training", "viz",
+    "Size", "empty", "empty_like", "full_like", "rand_like", "randn_like", "linspace",
+    "randint", "randperm", "from_numpy", "as_tensor", "is_tensor", "numel", "FloatTensor",
+    "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor", *_torch_names,
 ]
 
 

@@ -476,8 +476,8 @@ def _rnn_cell(nonlinearity: str) -> Callable:
         cell = RNNCell(d, h, nonlinearity=nonlinearity, dtype=np.float64, generator=rng)
         for _ in range(100):  # relu: keep every pre-activation GAP away from the kink
             x, h0 = _reals(rng, (n, d), -1.0, 1.0), _reals(rng, (n, h), -1.0, 1.0)
-            pre = (x @ cell.weight_ih.data.T + cell.bias_ih.data + h0 @ cell.weight_hh.data.T
-                   + cell.bias_hh.data)
+            pre = (x @ cell.weight_ih._data.T + cell.bias_ih._data + h0 @ cell.weight_hh._data.T
+                   + cell.bias_hh._data)
             if nonlinearity == "tanh" or np.abs(pre).min() >= GAP:
                 break
         return _module_problem(cell, lambda a, b: cell(a, b), (_leaf(x), _leaf(h0)))
@@ -651,13 +651,13 @@ def check_problem(problem: Problem, device: str = "cpu") -> Any:
     parameters are copied there; host constants such as masks and targets are copied by the
     ops themselves); returns the GradcheckReport."""
     device = normalize_device(device)
-    inputs = [_leaf(x.data) if isinstance(x, Tensor) and x.requires_grad else x
+    inputs = [_leaf(x._data) if isinstance(x, Tensor) and x.requires_grad else x
               for x in problem.inputs]
     if device != "cpu":
-        inputs = [Tensor(x.data, requires_grad=True, device=device)
+        inputs = [Tensor(x._data, requires_grad=True, device=device)
                   if isinstance(x, Tensor) and x.requires_grad else x for x in inputs]
         for _, p in problem.params:
-            p.data = to_device(p.data, device)
+            p.data = to_device(p._data, device)
     n_in = len(inputs)
     args = inputs + [p for _, p in problem.params]
     diff = [k for k, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]

@@ -147,7 +147,7 @@ def _positive_int(value: Any, name: str, who: str) -> int:
 
 def _log_probs(logits: Tensor) -> Any:
     """(N, V) float64 log-probabilities, on the logits' device."""
-    return F.log_softmax(logits, axis=-1).data.astype(np.float64)
+    return F.log_softmax(logits, axis=-1)._data.astype(np.float64)
 
 
 def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
@@ -168,9 +168,9 @@ def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
         steps = np.zeros(N, dtype=np.int64)                 # tokens generated per row
         for _ in range(max_len):
             logits, state, weights = model.decode_step(prev, state, memory)
-            xp = get_array_module(logits.data)
+            xp = get_array_module(logits._data)
             logp = _log_probs(logits)                       # (N, V)
-            chosen = choose(logits.data, xp)                # (N,) on the device
+            chosen = choose(logits._data, xp)                # (N,) on the device
             # the one device -> host copy of a step: the chosen ids drive the loop (EOS, stop)
             nxt = to_device(chosen, "cpu").astype(np.int64)
             live = ~done
@@ -180,7 +180,7 @@ def _stepwise(model: Any, src: Any, src_lengths: Any, max_len: int, choose: Any,
             steps += live
             tokens.append(nxt)
             if weights is not None:
-                weights_t.append(weights.data)
+                weights_t.append(weights._data)
             done = done | (nxt == model.eos_id)
             prev = nxt
             if done.all():
@@ -318,7 +318,7 @@ def _beam_one(model: Any, src: np.ndarray, lens: np.ndarray, width: int, max_len
         k = min(width, flat.size)
         # top k by score; ties broken by the lower flat index (stable)
         order = np.argsort(-flat, kind="stable")[:k]
-        w = None if weights is None else weights.data               # (B, S), on the device
+        w = None if weights is None else weights._data               # (B, S), on the device
         keep_rows, keep_tok, keep_score, keep_attn, keep_ids = [], [], [], [], []
         for j in order:
             b, v = divmod(int(j), V)

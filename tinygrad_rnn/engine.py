@@ -396,11 +396,11 @@ class _Accum:
 
 def _accumulate_into_grad(tensor: Any, grad: Any) -> None:
     xp = get_array_module(grad)
-    if tensor.grad is None:
+    if tensor._grad is None:
         # always a fresh array: .grad never aliases an upstream gradient or another .grad
-        tensor.grad = xp.array(grad, dtype=tensor.dtype, copy=True)
+        tensor._grad = xp.array(grad, dtype=tensor.dtype, copy=True)
     else:
-        tensor.grad = tensor.grad + grad
+        tensor._grad = tensor._grad + grad
 
 
 def _run_hooks(hooks: Iterable[Callable], grad: Any) -> Any:

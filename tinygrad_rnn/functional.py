@@ -266,7 +266,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, generator: Any = None
     if p == 1.0:
         return x * 0.0
     keep = rng.random(x.shape) >= p  # drawn on the host: the same mask on every device
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     return ops.Dropout.apply(x, keep=xp.asarray(keep), p=p)
 
 
@@ -398,7 +398,7 @@ def _fill_value(op: str, value: Any) -> Any:
     if isinstance(value, Tensor) and value.requires_grad:
         raise TypeError(f"{op}: value is a Tensor that requires a gradient, which {op} does "
                         f"not give it; use tr.where(mask, value, x) instead")
-    raw = value.data if isinstance(value, Tensor) else value
+    raw = value._data if isinstance(value, Tensor) else value
     dtype = getattr(raw, "dtype", None)
     if dtype is None:
         ok = isinstance(raw, numbers.Real)

@@ -240,8 +240,8 @@ def _prepare(inputs: Any) -> tuple[list, list[int]]:
     for k, x in enumerate(seq):
         if isinstance(x, Tensor) and x.requires_grad:
             _refuse_low_precision(k, x)
-            xp = get_array_module(x.data)
-            args.append(Tensor(xp.array(x.data, copy=True, order="C"), requires_grad=True))
+            xp = get_array_module(x._data)
+            args.append(Tensor(xp.array(x._data, copy=True, order="C"), requires_grad=True))
             diff.append(k)
         else:
             args.append(x)
@@ -416,7 +416,7 @@ def _failure_message(r: GradcheckReport, atol: float, rtol: float, n_directions:
 # ----------------------------------------------------------------------------- full mode
 def _numeric_outputs(fn: Callable, args: list) -> list:
     with no_grad():
-        return [_host(o.data) for o in _float_outputs(fn, args)]
+        return [_host(o._data) for o in _float_outputs(fn, args)]
 
 
 def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: float,
@@ -428,7 +428,7 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
     for o in outs:
         per_in = [np.zeros((o.numel(), args[k].numel())) for k in diff]
         if o.requires_grad:
-            xp = get_array_module(o.data)
+            xp = get_array_module(o._data)
             with grads_preserved([o]):
                 for i in range(o.numel()):
                     for k in diff:
@@ -437,15 +437,15 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
                     onehot[i] = 1
                     o.backward(onehot.reshape(o.shape), retain_graph=True)
                     for j, k in enumerate(diff):
-                        if args[k].grad is not None:
-                            per_in[j][i] = _host(args[k].grad).ravel()
+                        if args[k]._grad is not None:
+                            per_in[j][i] = _host(args[k]._grad).ravel()
         analytic.append(per_in)
     del outs
 
     worst = GradcheckReport(True, "full", 0.0, 0.0)
     worst_excess = -np.inf
     for j, k in enumerate(diff):
-        x = args[k].data
+        x = args[k]._data
         for e in range(x.size):
             idx = np.unravel_index(e, x.shape)
             orig = x[idx].copy()
@@ -491,10 +491,10 @@ def _vjp_dot(fn: Callable, args: list, diff: list[int], vs: list, us: list) -> l
             args[k].grad = None
         for o, v in zip(outs, vs):
             if o.requires_grad:
-                xp = get_array_module(o.data)
+                xp = get_array_module(o._data)
                 o.backward(xp.asarray(v), retain_graph=True)
         for k, u in zip(diff, us):
-            g = args[k].grad
+            g = args[k]._grad
             dots.append(0.0 if g is None else float((_host(g) * u).sum()))
     return dots
 
@@ -502,17 +502,17 @@ def _vjp_dot(fn: Callable, args: list, diff: list[int], vs: list, us: list) -> l
 def _directional_numeric(fn: Callable, args: list, diff: list[int], vs: list,
                          us: list, eps: float) -> float:
     """(v^T f(x + eps u) - v^T f(x - eps u)) / (2 eps), moving only the inputs in ``diff``."""
-    saved = [args[k].data.copy() for k in diff]
+    saved = [args[k]._data.copy() for k in diff]
     for k, u, s in zip(diff, us, saved):
         xp = get_array_module(s)
-        args[k].data[...] = s + xp.asarray(eps * u)
+        args[k]._data[...] = s + xp.asarray(eps * u)
     plus = _numeric_outputs(fn, args)
     for k, u, s in zip(diff, us, saved):
         xp = get_array_module(s)
-        args[k].data[...] = s - xp.asarray(eps * u)
+        args[k]._data[...] = s - xp.asarray(eps * u)
     minus = _numeric_outputs(fn, args)
     for k, s in zip(diff, saved):
-        args[k].data[...] = s
+        args[k]._data[...] = s
     return sum(float((v * (p - m)).sum()) for v, p, m in zip(vs, plus, minus)) / (2 * eps)
 
 

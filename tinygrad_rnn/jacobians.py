@@ -26,7 +26,7 @@ def _raw(y: Any, where: str = "jacobians", name: str = "y") -> Any:
     TypeError naming ``where`` and ``name`` unless it holds real numbers (a string, an
     object array, a complex array)."""
     if isinstance(y, Tensor):
-        return y.data
+        return y._data
     try:
         a = get_array_module(y).asarray(y)
     except (TypeError, ValueError):
@@ -156,7 +156,7 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
     y = fn(*leaves)
     if not isinstance(y, Tensor):
         raise TypeError(f"jacobian: fn must return a Tensor, got {type(y).__name__}")
-    xp = get_array_module(y.data)
+    xp = get_array_module(y._data)
     out = [xp.zeros((y.numel(),) + x.shape, dtype=x.dtype) for x in leaves]
     if y.requires_grad:
         with grads_preserved([y]):  # tensors fn captures (parameters) keep their .grad
@@ -167,7 +167,7 @@ def jacobian(fn: Callable[..., Tensor], inputs: Any) -> Any:
                 onehot[i] = 1
                 y.backward(onehot.reshape(y.shape), retain_graph=True)
                 for k, x in enumerate(leaves):
-                    if x.grad is not None:
-                        out[k][i] = x.grad
+                    if x._grad is not None:
+                        out[k][i] = x._grad
     result = tuple(o.reshape(y.shape + x.shape) for o, x in zip(out, leaves))
     return result[0] if single else result

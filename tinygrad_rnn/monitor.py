@@ -56,7 +56,7 @@ def _host(a: Any) -> np.ndarray:
 
 def _raw(a: Any) -> Any:
     """The array of a Tensor, or ``a`` itself."""
-    return a.data if isinstance(a, Tensor) else a
+    return a._data if isinstance(a, Tensor) else a
 
 
 def _real_array(values: Any, where: str, what: str) -> Any:
@@ -78,7 +78,10 @@ def _real_array(values: Any, where: str, what: str) -> Any:
 
 
 def _real_number(value: Any, where: str, name: str) -> float:
-    """``value`` as a finite float (Python or NumPy real, or a 0-d array of one)."""
+    """``value`` as a finite float (Python or NumPy real, or a 0-d array or one-element
+    tensor holding one, such as the norm clip_grad_norm_ returns)."""
+    if isinstance(value, Tensor) and value.numel() == 1 and value.dtype.kind in "iuf":
+        value = value.item()
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(
@@ -199,8 +202,8 @@ class GradientMonitor:
     def _global_norm(self) -> float:
         total = 0.0
         for p in self.model.parameters():
-            if p.grad is not None:
-                total += _sq_norm(p.grad)
+            if p._grad is not None:
+                total += _sq_norm(p._grad)
         return float(np.sqrt(total))
 
     def record(self, clipped: bool = False, pre_clip_norm: Any = None) -> None:
@@ -237,10 +240,10 @@ class GradientMonitor:
         self._pre_clip = None
         norms = []
         for _, p in self.model.named_parameters():
-            if p.grad is None:
+            if p._grad is None:
                 norms.append(0.0)
             else:
-                norms.append(float(np.sqrt(_sq_norm(p.grad))))
+                norms.append(float(np.sqrt(_sq_norm(p._grad))))
         self._param_norms.append(np.asarray(norms))
         fresh = {name: self._new_segments(name, module)
                  for name, module in self.recurrent.items()}
@@ -582,7 +585,7 @@ def _cell_params(module: Any) -> tuple[str, dict, dict]:
     for base in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_ch"):
         t = getattr(module, base + sfx, None)
         if t is not None:
-            p[base] = _host(t.data).astype(np.float64)
+            p[base] = _host(t._data).astype(np.float64)
     opts = {"nonlinearity": getattr(module, "nonlinearity", "tanh"),
             "reset": getattr(module, "reset", "after"),
             "coupled": getattr(module, "coupled", False)}

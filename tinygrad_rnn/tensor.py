@@ -87,11 +87,12 @@ def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = Non
     ``device`` (default: where the data already is; Python data goes to the CPU).
 
     Python data follows torch's rule. NumPy reads Python floats as float64, but they become
-    the default float dtype (``get_default_dtype()``) (float32), as does float64 that only NumPy's promotion made (an int64
-    and a float32 entry); float64 that the data holds itself (NumPy float64 scalars or
-    arrays, float64 tensors inside the list) stays float64."""
+    the default float dtype (float32 unless ``set_default_dtype`` changed it), as does
+    float64 that only NumPy's promotion made (an int64 and a float32 entry); float64 that the
+    data holds itself (NumPy float64 scalars or arrays, float64 tensors inside the list)
+    stays float64."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     xp = get_array_module(data)
     if dtype is not None:
         dtype = check_dtype("Tensor", dtype)
@@ -100,11 +101,11 @@ def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = Non
             raise TypeError(f"Tensor: cannot make a tensor from data of dtype {data.dtype} "
                             f"(booleans, integers and floats are supported)")
         try:
-            arr = xp.array(data, dtype=dtype, copy=copy)
+            arr = xp.array(data, dtype=dtype, copy=True) if copy else xp.asarray(data, dtype)
         except (TypeError, ValueError) as err:
             raise TypeError(f"Tensor: cannot convert the data to {dtype}: {err}") from None
     elif isinstance(data, (np.ndarray, np.generic)) or xp is not np:
-        arr = xp.array(data, copy=copy)
+        arr = xp.array(data, copy=True) if copy else xp.asarray(data)
     else:
         try:
             arr = np.asarray(data)
@@ -148,18 +149,21 @@ class Tensor:
 
     Notes
     -----
-    ``.grad`` is a plain backend array (not a Tensor), accumulated over backward passes until
+    ``.grad`` and ``.data`` are Tensors, as in torch (``p.data.add_(p.grad, alpha=-lr)``);
+    the raw backend array (NumPy or CuPy) is :attr:`array`. ``.grad`` is accumulated over
+    backward passes until
     zeroed. Operations with a Python or NumPy scalar keep the tensor's float dtype.
     """
 
-    __slots__ = ("_data", "grad", "_requires_grad", "_ctx", "_out_index", "_version",
+    __slots__ = ("_data", "_grad", "_grad_view", "_requires_grad", "_ctx", "_out_index", "_version",
                  "_hooks", "name", "_base", "_view_steps", "_gen", "_history", "__weakref__")
     __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected operators
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
                  device: Any = None) -> None:
         self._data = _to_array(data, dtype, device=device)
-        self.grad: Any = None
+        self._grad: Any = None  # the gradient's raw array (engine.py writes it)
+        self._grad_view: Tensor | None = None  # the Tensor .grad last returned for it
         self._ctx: Context | None = None
         self._out_index = 0
         self._version = _Version()
@@ -189,7 +193,8 @@ class Tensor:
         if isinstance(array, np.generic):
             array = np.asarray(array)
         t._data = array
-        t.grad = None
+        t._grad = None
+        t._grad_view = None
         t._ctx = None
         t._out_index = 0
         t._version = _Version()
@@ -204,14 +209,70 @@ class Tensor:
 
     # ---------------------------------------------------------------- basic properties
     @property
-    def data(self) -> Any:
-        """The underlying array. Assigning to it counts as an in-place write."""
+    def array(self) -> Any:
+        """The raw backend array that holds the data (a NumPy array on the CPU, a CuPy array
+        on a GPU), shared, not copied. Writing into it bypasses the version counter, so
+        prefer the tensor's own in-place methods; ``numpy()`` gives a host array."""
         return self._data
+
+    @property
+    def data(self) -> "Tensor":
+        """torch's ``.data``: this tensor's values as a new tensor that shares the memory and
+        is cut from the graph (``p.data.add_(p.grad, alpha=-lr)`` updates ``p``). Unlike
+        torch, it shares the version counter too, so a write through it that would corrupt a
+        saved tensor is caught at backward instead of giving a wrong gradient. Assigning
+        ``t.data = other`` replaces the values (shape and dtype may change) and counts as an
+        in-place write."""
+        t = Tensor._wrap(self._data)
+        t._version = self._version
+        return t
 
     @data.setter
     def data(self, value: Any) -> None:
-        self._data = value if not isinstance(value, Tensor) else value.data
+        self._data = value._data if isinstance(value, Tensor) else _to_array(value, copy=False)
         self._version.value += 1
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """dL/dself after ``backward()``, a Tensor of this tensor's shape, dtype and device
+        that has no history (None until a backward reaches this tensor). It shares memory
+        with the gradient the engine accumulates, so ``p.grad.zero_()`` and
+        ``p.grad.data.zero_()`` work as in torch. Assign a Tensor, an array or None."""
+        raw = self._grad
+        if raw is None:
+            return None
+        view = self._grad_view
+        if view is None or view._data is not raw:
+            view = self._grad_view = Tensor._wrap(raw)
+        return view
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        if value is None:
+            self._grad = self._grad_view = None
+            return
+        if isinstance(value, Tensor):
+            if value.requires_grad:
+                raise RuntimeError(
+                    f"grad: cannot assign a tensor that requires a gradient as .grad (shape "
+                    f"{value.shape}); assign value.detach()")
+            raw = value._data
+        else:
+            raw = value
+        if not hasattr(raw, "shape") or not hasattr(raw, "dtype"):
+            raise TypeError(f"grad: assign a Tensor, an array or None, got "
+                            f"{type(value).__name__}")
+        if tuple(raw.shape) != self.shape:
+            raise RuntimeError(f"grad: assigned grad has shape {tuple(raw.shape)}, the tensor "
+                               f"has shape {self.shape}")
+        if raw.dtype != self.dtype:
+            raise RuntimeError(f"grad: assigned grad has dtype {raw.dtype}, the tensor has "
+                               f"dtype {self.dtype}")
+        if device_of(raw) != self.device:
+            raise RuntimeError(f"grad: assigned grad is on {device_of(raw)}, the tensor is on "
+                               f"{self.device}")
+        self._grad = raw
+        self._grad_view = value if isinstance(value, Tensor) else None
 
     @property
     def requires_grad(self) -> bool:
@@ -487,7 +548,7 @@ class Tensor:
                 )
             grad = xp.ones(self.shape, dtype=self.dtype)
         else:
-            grad = grad.data if isinstance(grad, Tensor) else grad
+            grad = grad._data if isinstance(grad, Tensor) else grad
             grad_device = device_of(grad)
             if grad_device != "cpu" and grad_device != self.device:
                 raise RuntimeError(
@@ -532,7 +593,7 @@ class Tensor:
         return RemovableHandle(hooks, hook)
 
     def zero_grad(self) -> None:
-        self.grad = None
+        self._grad = self._grad_view = None
 
     # ---------------------------------------------------------------- in-place writes
     # Every in-place write (add_, -=, x[i] = v, fill_, copy_, ...) takes one of two paths:
@@ -700,7 +761,7 @@ class Tensor:
         if self._write_is_recorded("__setitem__", value):
             self._record_write("__setitem__", value, index)
             return
-        raw = value.data if isinstance(value, Tensor) else value
+        raw = value._data if isinstance(value, Tensor) else value
 
         def write() -> None:
             try:
@@ -819,7 +880,7 @@ class Tensor:
         with respect to ``other`` when gradients are recorded. The explicit way to copy
         across devices."""
         src = other if isinstance(other, Tensor) else None
-        raw = other.data if isinstance(other, Tensor) else other
+        raw = other._data if isinstance(other, Tensor) else other
         if not hasattr(raw, "shape"):
             raw = np.asarray(raw)
         self._inplace_operand("copy_", raw, "x = y.clone()")
@@ -943,6 +1004,32 @@ class Tensor:
         x = self if self.dtype.kind != "b" else Tensor._wrap(self._data.astype(np.int64))
         return Pow.apply(x, exponent=int(exponent))
 
+    # floor division and remainder (NumPy's and torch's sign rules: the result takes the
+    # divisor's sign); no gradient flows through them, so a tensor in a graph is refused
+    # rather than silently cut from it
+    def _integer_division(self, o: Any, name: str, ufunc: str, reflected: bool) -> "Tensor":
+        for t in (self, o):
+            if isinstance(t, Tensor) and t.requires_grad and _GRAD_MODE.enabled:
+                raise RuntimeError(f"{name}: not differentiable here; compute it on "
+                                   f"x.detach() or inside tr.no_grad()")
+        _check_real_operands(_Named(name), [o])
+        a, b = self._data, o._data if isinstance(o, Tensor) else _raw_like(o, self)
+        if reflected:
+            a, b = b, a
+        return Tensor._wrap(getattr(get_array_module(self._data), ufunc)(a, b))
+
+    def __floordiv__(self, o: Any) -> "Tensor":
+        return self._integer_division(o, "floor_divide (//)", "floor_divide", False)
+
+    def __rfloordiv__(self, o: Any) -> "Tensor":
+        return self._integer_division(o, "floor_divide (//)", "floor_divide", True)
+
+    def __mod__(self, o: Any) -> "Tensor":
+        return self._integer_division(o, "remainder (%)", "remainder", False)
+
+    def __rmod__(self, o: Any) -> "Tensor":
+        return self._integer_division(o, "remainder (%)", "remainder", True)
+
     def __matmul__(self, o: Any) -> "Tensor":
         return MatMul.apply(self, o)
 
@@ -1037,7 +1124,7 @@ class Tensor:
 
     # logical and bitwise operators on boolean and integer tensors (no gradient)
     def _logical(self, o: Any, name: str, ufunc: str) -> "Tensor":
-        raw = o.data if isinstance(o, Tensor) else o
+        raw = o._data if isinstance(o, Tensor) else o
         kinds = [self.dtype.kind, np.result_type(raw).kind if not hasattr(raw, "dtype")
                  else raw.dtype.kind]
         if any(k not in "biu" for k in kinds):
@@ -1085,17 +1172,19 @@ class Tensor:
     # ---------------------------------------------------------------- NumPy-named methods
     # Reductions take torch's (dim, keepdim) and NumPy's (axis, keepdims) spellings.
     def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET, dtype: Any = None) -> "Tensor":
+            keepdims: Any = _UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
+        _no_out("sum", out)
         out = Sum.apply(self, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
         return out if dtype is None else out.astype(check_dtype("sum", dtype))
 
     def mean(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-             keepdims: Any = _UNSET, dtype: Any = None) -> "Tensor":
+             keepdims: Any = _UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
+        _no_out("mean", out)
         x = self if dtype is None else self.astype(check_dtype("mean", dtype))
         return Mean.apply(x, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
 
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET) -> Any:
+            keepdims: Any = _UNSET, out: Any = None) -> Any:
         """The maximum, with torch's three forms and NumPy's:
 
         * ``x.max()``: the largest entry (tied maxima share the gradient equally);
@@ -1104,6 +1193,7 @@ class Tensor:
         * ``x.max(other_tensor)``: the elementwise maximum;
         * ``x.max(axis=1)`` (or several dims, ``x.max(dim=(0, 1))``): NumPy's reduction, a
           tensor (ties share the gradient)."""
+        _no_out("max", out)
         if isinstance(dim, Tensor):
             return Maximum.apply(self, dim)
         if dim is None or isinstance(dim, (tuple, list)):  # over all or several dims
@@ -1113,8 +1203,9 @@ class Tensor:
         return self._extremum_at("max", dim, keepdim)
 
     def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET) -> Any:
+            keepdims: Any = _UNSET, out: Any = None) -> Any:
         """The minimum, in the forms of :meth:`max` (any dtype, bool included)."""
+        _no_out("min", out)
         if isinstance(dim, Tensor):
             return Minimum.apply(self, dim)
         if dim is None or isinstance(dim, (tuple, list)):  # over all or several dims
@@ -1131,13 +1222,17 @@ class Tensor:
             values, indices = values.squeeze(d), indices.squeeze(d)
         return ValuesIndices(values, indices)
 
-    def argmax(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def argmax(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+               out: Any = None) -> "Tensor":
         """Index of the largest entry (of the flattened tensor when ``dim`` is None; the
         first one among ties), int64, no gradient."""
-        return self._arg("argmax", dim, keepdim)
+        _no_out("argmax", out)
+        return self._arg("argmax", _axis(axis, dim), keepdim)
 
-    def argmin(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
-        return self._arg("argmin", dim, keepdim)
+    def argmin(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+               out: Any = None) -> "Tensor":
+        _no_out("argmin", out)
+        return self._arg("argmin", _axis(axis, dim), keepdim)
 
     def _arg(self, op: str, dim: Any, keepdim: bool) -> "Tensor":
         xp = get_array_module(self._data)
@@ -1158,7 +1253,7 @@ class Tensor:
         larger in the other dims. Differentiable (repeated indices accumulate)."""
         d = _check_axis("gather", _int_arg("gather", "dim", dim), max(self.ndim, 1),
                         self.shape)
-        idx = index.data if isinstance(index, Tensor) else np.asarray(index)
+        idx = index._data if isinstance(index, Tensor) else np.asarray(index)
         if idx.dtype.kind not in "iu":
             raise TypeError(f"gather: index must hold integers, got dtype {idx.dtype}")
         if idx.ndim != self.ndim:
@@ -1178,7 +1273,7 @@ class Tensor:
         """The entries at ``index`` (1-D integers) along ``dim``; a copy, differentiable."""
         d = _check_axis("index_select", _int_arg("index_select", "dim", dim), self.ndim,
                         self.shape)
-        idx = index.data if isinstance(index, Tensor) else np.asarray(index)
+        idx = index._data if isinstance(index, Tensor) else np.asarray(index)
         if idx.ndim > 1 or (idx.size and idx.dtype.kind not in "iu"):
             raise TypeError(f"index_select: index must be a 1-D integer tensor, got shape "
                             f"{tuple(idx.shape)} dtype {idx.dtype}")
@@ -1230,15 +1325,21 @@ class Tensor:
             return self.abs().sum(dim, keepdim)
         return Norm.apply(self, p=p, axis=dim, keepdims=bool(keepdim))
 
-    def any(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def any(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _UNSET, out: Any = None) -> "Tensor":
         """True where some entry along ``dim`` (every entry by default) is nonzero."""
         xp = get_array_module(self._data)
-        return Tensor._wrap(xp.asarray(xp.any(self._data, axis=dim, keepdims=bool(keepdim))))
+        _no_out("any", out)
+        keep = bool(_keep(keepdim, keepdims))
+        return Tensor._wrap(xp.asarray(xp.any(self._data, axis=_axis(axis, dim), keepdims=keep)))
 
-    def all(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def all(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+            keepdims: Any = _UNSET, out: Any = None) -> "Tensor":
         """True where every entry along ``dim`` (every entry by default) is nonzero."""
         xp = get_array_module(self._data)
-        return Tensor._wrap(xp.asarray(xp.all(self._data, axis=dim, keepdims=bool(keepdim))))
+        _no_out("all", out)
+        keep = bool(_keep(keepdim, keepdims))
+        return Tensor._wrap(xp.asarray(xp.all(self._data, axis=_axis(axis, dim), keepdims=keep)))
 
     def std(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
             correction: Any = None) -> "Tensor":
@@ -1543,6 +1644,14 @@ def _check_axis(op: str, axis: int, ndim: int, shape: tuple) -> int:
     return axis % ndim
 
 
+def _no_out(op: str, out: Any) -> None:
+    """``out=`` (torch's and NumPy's output argument) is accepted only as None: results are
+    always new tensors here (np.sum(t) passes out=None)."""
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported; assign the result instead "
+                        f"(y = x.{op}(...))")
+
+
 def _keep(keepdim: Any, keepdims: Any) -> bool:
     """torch's ``keepdim`` or NumPy's ``keepdims`` (either spelling, not two different
     values)."""
@@ -1621,7 +1730,7 @@ def _constant(value: Any, ref: Any, op: str, name: str) -> Any:
             f"{op}: the input is on {ref.device} but {name} is a tensor on {value.device}; "
             f"move it with .to({ref.device!r})"
         )
-    return value.data
+    return value._data
 
 
 def host_lengths(lengths: Any, owner: str, what: str = "lengths") -> np.ndarray:
@@ -1632,7 +1741,7 @@ def host_lengths(lengths: Any, owner: str, what: str = "lengths") -> np.ndarray:
     lengths on a device raise a TypeError asking for the explicit copy (``.numpy()``)
     instead of being copied back silently. A non-integer dtype is a ValueError (2.5 steps
     would otherwise be truncated to 2)."""
-    raw = lengths.data if isinstance(lengths, Tensor) else lengths
+    raw = lengths._data if isinstance(lengths, Tensor) else lengths
     if get_array_module(raw) is not np:
         raise TypeError(
             f"{owner}: {what} must be on the host (a list, NumPy array or CPU Tensor), as in "
@@ -1650,7 +1759,7 @@ def _raw_like(x: Any, ref: Tensor) -> Any:
     """Raw operand combined with ``ref``: scalars become NumPy scalars of ref's float dtype
     (every backend takes those as kernel arguments: no host-to-device copy per call)."""
     if isinstance(x, Tensor):
-        return x.data
+        return x._data
     if isinstance(x, (bool, int, float, np.generic)) and is_float_dtype(ref.dtype):
         return ref.dtype.type(x)
     return x
@@ -1676,7 +1785,7 @@ def _index(index: Any, xp: Any = np) -> Any:
     out = []
     for i in index:
         if isinstance(i, Tensor):
-            i = i.data
+            i = i._data
         elif isinstance(i, list):
             # an empty list selects nothing (NumPy, torch); asarray would make it float
             i = np.asarray(i) if i else np.asarray(i, dtype=np.intp)
@@ -1756,8 +1865,23 @@ def _check_real_operands(fn: type, operands: list) -> None:
                             f"not supported (booleans, integers and floats are)")
 
 
+_PUBLIC_NAMES = {"ReLU": "relu", "BCEWithLogits": "binary_cross_entropy_with_logits",
+                 "MatMul": "matmul", "GetItem": "getitem"}
+
+
+class _Named:
+    """A stand-in with only a ``__name__``, for checks that name a non-op operation."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+
 def _public_name(fn: type) -> str:
     """The op's public (snake_case) name: LogSoftmax -> log_softmax, MSELoss -> mse_loss."""
+    if isinstance(fn, _Named):
+        return fn.__name__
+    if fn.__name__ in _PUBLIC_NAMES:
+        return _PUBLIC_NAMES[fn.__name__]
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_",
                   fn.__name__.lstrip("_")).lower()
 
@@ -1785,7 +1909,7 @@ def _lift_inputs(fn: type, inputs: tuple) -> tuple:
     rule for a scalar beside tensors: the scalar takes the tensors' dtype when it is of the
     same category (bool < integer < float) or a lower one, so ``x32 * 2.5`` stays float32;
     when it is of a higher category the result is that category's default dtype: an integer
-    or boolean tensor with a float scalar computes in the default float dtype (``get_default_dtype()``) (``ids * 0.5`` is
+    or boolean tensor with a float scalar computes in the default float dtype (``ids * 0.5`` is
     float32, not NumPy's float64), a boolean tensor with an integer scalar in int64
     (``mask * 2`` counts, it is not ``True``). Beside integer tensors of several dtypes an
     integer scalar takes their promoted dtype (int8 with int64 gives int64), and one outside
@@ -1832,7 +1956,7 @@ def _promote_non_float(fn: type, tensors: tuple) -> tuple:
     beside float inputs they take the float inputs' dtype (``ids * x32`` is float32, where
     NumPy gives float64); with no float input, an op whose math is floating
     (``fn.float_math``: exp, log, division, mean, softmax, losses) computes in
-    the default float dtype (``get_default_dtype()``); any other op (add, sum, max, indexing) keeps them as they are. Integer
+    the default float dtype; any other op (add, sum, max, indexing) keeps them as they are. Integer
     data never requires a gradient, so the casts need no graph node."""
     floats = [t._data.dtype for t in tensors if t._data.dtype.kind == "f"]
     if floats:
@@ -2030,8 +2154,9 @@ def full(shape: Sequence[int], value: Any, dtype: Any = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``value``, a real number. Without ``dtype`` the
     dtype follows the value, as in torch: bool for a bool, int64 for an integer,
-    the default float dtype (``get_default_dtype()``) (float32) for a float. A value the dtype cannot hold exactly (2.5 in an
-    integer dtype) is a ValueError, as for :meth:`Tensor.fill_`."""
+    the default float dtype (float32 unless ``set_default_dtype`` changed it) for a float. A
+    value the dtype cannot hold exactly (2.5 in an integer dtype) is a ValueError, as for
+    :meth:`Tensor.fill_`."""
     shape = check_shape("full", (shape,))
     if dtype is None:
         v = _scalar_value("full", value)
@@ -2191,7 +2316,7 @@ def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
     ``arange(start, stop, step)``.
 
     The dtype follows torch, not NumPy: when ``dtype`` is not given, any float argument
-    gives the default float dtype (``get_default_dtype()``) (``arange(0., 1., .25)`` is float32; NumPy would give float64),
+    gives the default float dtype (``arange(0., 1., .25)`` is float32; NumPy would give float64),
     integer arguments give int64. The values are computed in float64 and rounded once to
     the dtype, so a float32 result has no error accumulated over the steps."""
     if not 1 <= len(args) <= 3:
@@ -2395,8 +2520,8 @@ def _scalar_value(op: str, value: Any) -> Any:
         value = value._data
     if hasattr(value, "shape") and not isinstance(value, np.generic):
         if value.ndim != 0:
-            raise ValueError(f"{op}: the value must be a single number, got an array of shape "
-                             f"{tuple(value.shape)}")
+            raise ValueError(f"{op}: the value must be a single number (a scalar or a 0-d "
+                             f"tensor), got an array of shape {tuple(value.shape)}")
         value = value.item()
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise TypeError(f"{op}: the value must be a real number, got {given!r} "

@@ -795,7 +795,7 @@ class _Problem:
 def _array_of(x: Any) -> Any:
     """The array of a Tensor or an array argument (on any device); None for anything else."""
     if isinstance(x, Tensor):
-        return x.data
+        return x._data
     if isinstance(x, np.ndarray) or get_array_module(x) is not np:
         return x
     return None
@@ -812,7 +812,7 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
         run.fail(FORWARD, _describe(exc))
         return run
     _check_output_dtypes(run, [o.dtype for o in outs])
-    run.outputs = [_host(o.data) for o in outs]
+    run.outputs = [_host(o._data) for o in outs]
     current = {k: _array_of(args[k]) for k in arrays}
     _check_inputs(run, current, snaps, problem.labels, "forward")
     # backward is judged against the inputs as forward left them, so that a write made
@@ -833,7 +833,7 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
             return run
         for k in problem.diff:
             leaf = args[k]
-            g = leaf.grad
+            g = leaf._grad
             label = problem.labels.get(k, f"input {k}")
             if g is None:
                 run.grads[k] = np.zeros(leaf.shape)
@@ -858,11 +858,11 @@ def _raw_inputs(inputs: Sequence[Any]) -> tuple[list, list, Any]:
     arrays stay where they are)."""
     tensors = [x for x in inputs if isinstance(x, Tensor)]
     fdt = result_float_dtype(*(x.dtype for x in tensors))
-    xp = get_array_module(tensors[0].data) if tensors else np
+    xp = get_array_module(tensors[0]._data) if tensors else np
     arrays, needs = [], []
     for x in inputs:
         if isinstance(x, Tensor):
-            arrays.append(x.data)
+            arrays.append(x._data)
             needs.append(x.requires_grad)
         elif isinstance(x, (bool, int, float, np.generic)):
             arrays.append(xp.asarray(x, dtype=fdt))
@@ -1119,8 +1119,8 @@ def _copy_arg(x: Any) -> Any:
     """A fresh copy of a Tensor (keeping requires_grad and device) or array; anything else
     as is."""
     if isinstance(x, Tensor):
-        xp = get_array_module(x.data)
-        return Tensor(xp.array(x.data, copy=True, order="C"), requires_grad=x.requires_grad)
+        xp = get_array_module(x._data)
+        return Tensor(xp.array(x._data, copy=True, order="C"), requires_grad=x.requires_grad)
     if _array_of(x) is not None:
         return x.copy()
     return x
@@ -1149,7 +1149,7 @@ def _snapshot_caller(objs: Sequence[Any]) -> list:
     snaps = []
     for x in objs:
         if isinstance(x, Tensor):
-            snaps.append((x, _host(x.data), x.grad, None if x.grad is None else _host(x.grad)))
+            snaps.append((x, _host(x._data), x._grad, None if x._grad is None else _host(x._grad)))
         elif _array_of(x) is not None:
             snaps.append((x, _host(x), None, None))
     return snaps
@@ -1162,10 +1162,10 @@ def _caller_untouched(report: CheckReport, snaps: list, what: str) -> None:
             if not _same(_host(obj), data):
                 problems.append(f"the values of a {what} changed")
             continue
-        if not _same(_host(obj.data), data):
+        if not _same(_host(obj._data), data):
             problems.append(f"the values of a {what} changed")
-        if obj.grad is not grad_ref or (grad is not None and
-                                        not _same(_host(obj.grad), grad)):
+        if obj._grad is not grad_ref or (grad is not None and
+                                        not _same(_host(obj._grad), grad)):
             problems.append(f"the .grad of a {what} changed")
     report.results.append(CheckResult(ORIGINAL_UNCHANGED, not problems,
                                       "; ".join(dict.fromkeys(problems))))
@@ -1323,7 +1323,7 @@ def _module_copy(module: Any, params: list) -> tuple[Any, list, bool]:
         clone = copy.deepcopy(module)
         cparams = _unique_parameters(clone)
         shared = len(cparams) != len(params) or any(
-            c is p or get_array_module(c.data).shares_memory(c.data, p.data)
+            c is p or get_array_module(c._data).shares_memory(c._data, p._data)
             for c, p in zip(cparams, params))
         if shared:
             raise TypeError("deepcopy shares parameters with the original")
@@ -1333,12 +1333,12 @@ def _module_copy(module: Any, params: list) -> tuple[Any, list, bool]:
         raise TypeError(
             f"check_module: cannot deep-copy {type(module).__name__} ({_describe(exc)}) to "
             f"check it on float64 copies of its parameters; make its parameters float64 "
-            f"yourself, then it is checked in place (values and .grad are restored)."
+            f"yourself, then it is checked in place (values and ._grad are restored)."
         ) from exc
     for c in cparams:
         if is_float_dtype(c.dtype):
-            xp = get_array_module(c.data)
-            c.data = xp.array(c.data, dtype=np.float64, order="C", copy=True)
+            xp = get_array_module(c._data)
+            c.data = xp.array(c._data, dtype=np.float64, order="C", copy=True)
     return clone, cparams, True
 
 
@@ -1423,12 +1423,12 @@ def check_module(module: Any, *inputs: Any, eps: float = 1e-6, atol: float = 1e-
             diff.append(n_in + j)
     if not diff:
         raise ValueError("check_module: neither an input nor a parameter requires a gradient")
-    start = [c.data.copy() for c in cparams]
+    start = [c._data.copy() for c in cparams]
     saved_grads = [c.grad for c in cparams]
 
     def make_args() -> list:
         for c, s in zip(cparams, start):
-            c.data[...] = s  # in place: the module keeps seeing the same arrays
+            c._data[...] = s  # in place: the module keeps seeing the same arrays
             c.grad = None
         return [_copy_arg(x) for x in inputs] + list(cparams)
 
@@ -1445,7 +1445,7 @@ def check_module(module: Any, *inputs: Any, eps: float = 1e-6, atol: float = 1e-
     finally:
         if not copied:  # checked in place: restore values and gradients
             for c, s, g in zip(cparams, start, saved_grads):
-                c.data[...] = s
+                c._data[...] = s
                 c.grad = g
     _caller_untouched(report, caller, "caller's input or module parameter")
     return _finish(report, opts)
@@ -1515,7 +1515,7 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
     """
     if at not in ("output", "input"):
         raise ValueError(f"check_jacobian: at must be 'output' or 'input', got {at!r}")
-    x_arr = x.data if isinstance(x, Tensor) else get_array_module(x).asarray(x)
+    x_arr = x._data if isinstance(x, Tensor) else get_array_module(x).asarray(x)
     xp = get_array_module(x_arr)
     if x_arr.dtype != np.float64:
         raise TypeError(f"check_jacobian: x has dtype {x_arr.dtype}; use float64 (round-off "
@@ -1531,9 +1531,9 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
     if not isinstance(y, Tensor):
         raise TypeError(f"check_jacobian: fn must return one Tensor, got {type(y).__name__}")
     # the Jacobian is built on x's device (from a copy), then compared on the host
-    point = (y.data if at == "output" else x_arr).copy()
+    point = (y._data if at == "output" else x_arr).copy()
     jac = _host(jacobian_fn(point)).astype(np.float64)
-    y_arr = _host(y.data)
+    y_arr = _host(y._data)
     xs, ys = tuple(x_arr.shape), tuple(y_arr.shape)
     if jac.shape == ys + xs:
         form = "full"
@@ -1571,7 +1571,7 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
             except Exception as exc:  # noqa: BLE001 - reported as the failure
                 problem = f"backward raised {_describe(exc)}"
                 break
-            got = np.zeros(xs) if leaf.grad is None else _host(leaf.grad)
+            got = np.zeros(xs) if leaf._grad is None else _host(leaf._grad)
             want = jt_g(g)
             i, err = _worst_element(got, want, atol, rtol)
             if i is not None:
@@ -1588,8 +1588,8 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
             u = rng.standard_normal(xs)
             with no_grad():
                 step = xp.asarray(eps * u)  # the same array on the CPU
-                plus = _host(fn(Tensor(x_arr + step)).data)
-                minus = _host(fn(Tensor(x_arr - step)).data)
+                plus = _host(fn(Tensor(x_arr + step))._data)
+                minus = _host(fn(Tensor(x_arr - step))._data)
             numeric = (plus - minus) / (2 * eps)
             want = j_u(u)
             i, err = _worst_element(want, numeric, numeric_atol, numeric_rtol)

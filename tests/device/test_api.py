@@ -52,7 +52,7 @@ def test_to_is_differentiable_both_ways(device):
     z = (y @ w).tanh().to("cpu")
     assert z.device == "cpu"
     z.sum().backward()
-    assert type(x.grad) is np.ndarray  # the gradient came back to the CPU leaf
+    assert type(x.grad.array) is np.ndarray  # the gradient came back to the CPU leaf
     wh = host(w)
     expected = (1 - np.tanh(X64 @ wh) ** 2) @ wh.T
     np.testing.assert_allclose(x.grad, expected, rtol=1e-12, atol=1e-12)
@@ -77,7 +77,7 @@ def test_numpy_is_an_explicit_host_copy(device):
     h[0, 0] = 123.0
     assert x.numpy()[0, 0] == X64[0, 0]  # the device data did not change
     c = tr.tensor(X64)
-    assert c.numpy() is c.data  # on the CPU it is the array itself
+    assert c.numpy() is c.array  # on the CPU it is the array itself
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -101,7 +101,7 @@ def test_python_conversions_and_repr(device):
 @pytest.mark.parametrize("combine", [
     lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a @ b.T,
     lambda a, b: tr.cat([a, b]), lambda a, b: tr.stack([a, b]),
-    lambda a, b: tr.where(a.data > 0, a, b), lambda a, b: a.maximum(b),
+    lambda a, b: tr.where(a.array > 0, a, b), lambda a, b: a.maximum(b),
 ], ids=["add", "mul", "matmul", "cat", "stack", "where", "maximum"])
 def test_mixing_devices_names_both(device, combine):
     a = tr.tensor(X64, device=device)

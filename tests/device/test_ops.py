@@ -307,7 +307,7 @@ def test_explicit_jacobians_on_device(device: str, name: str) -> None:
     y_cpu = op(tr.Tensor(x))
     xd = tr.Tensor(x, requires_grad=True, device=device)
     y_dev = op(xd)
-    for arg in (y_dev, y_dev.data):
+    for arg in (y_dev, y_dev.array):
         assert_same(build(arg), build(y_cpu), device, name)
     g_dev = on_device(g, device)
     y_dev.backward(g_dev)
@@ -423,7 +423,7 @@ def test_gradients_accumulate_on_device(device: str) -> None:
             h2 = (h1 @ w).tanh()              # w used twice
             a, b = tr.split(h2 + h1 * h2, [1, 1], axis=0)  # a diamond; b is unused
             a.sum().backward()
-            grads.setdefault(dev, []).append(w.grad.copy())
+            grads.setdefault(dev, []).append(w.grad.array.copy())
     assert_same(grads[device], grads["cpu"], device)
     assert_same(grads[device][1], grads[device][0] * 2, device, "second pass adds")
 

@@ -75,7 +75,7 @@ def _run_module(model: Any, device: str, x: np.ndarray, state: Any = None,
     st = _tensor(state, device)
     outs = _flatten(model(xt, st, **kwargs) if st is not None else model(xt, **kwargs))
     _weighted_loss(outs).backward()
-    res = {f"output[{k}]": o.data for k, o in enumerate(outs)}
+    res = {f"output[{k}]": o.array for k, o in enumerate(outs)}
     res["grad x"] = xt.grad
     for k, s in enumerate(_flatten(st) if st is not None else []):
         res[f"grad state[{k}]"] = s.grad
@@ -316,7 +316,7 @@ def _run_cell(cell: Any, device: str, xs: np.ndarray, state: Any) -> dict:
         s = cell(x, s)
         outs += _flatten(s)
     _weighted_loss(outs).backward()
-    res = {f"output[{k}]": o.data for k, o in enumerate(outs)}
+    res = {f"output[{k}]": o.array for k, o in enumerate(outs)}
     for k, x in enumerate(xt):
         res[f"grad x[{k}]"] = x.grad
     for k, v in enumerate(_flatten(st) if st is not None else []):
@@ -551,7 +551,7 @@ def _run_layer(layer: Any, device: str, x: np.ndarray) -> dict:
     xt = _tensor(x, device)
     out = layer(xt)
     _weighted_loss([out]).backward()
-    res = {"output": out.data, "grad x": xt.grad}
+    res = {"output": out.array, "grad x": xt.grad}
     for name, p in layer.named_parameters():
         res[f"grad {name}"] = p.grad
     return res
@@ -641,14 +641,14 @@ def test_init_on_device(fn: Any, shape: tuple, dtype: Any, target: str, device: 
     if target == "parameter":
         cpu_t = tr.nn.Parameter(start)
         dev_t = tr.nn.Parameter(tr.tensor(start, device=device))
-        cpu_data, dev_data = cpu_t.data, dev_t.data
+        cpu_data, dev_data = cpu_t.array, dev_t.array
     else:
         cpu_t = cpu_data = start.copy()
         dev_t = dev_data = module_for_device(device).asarray(start)
     assert fn(cpu_t) is cpu_t
     assert fn(dev_t) is dev_t
     if target == "parameter":
-        assert dev_t.data is dev_data  # written in place
+        assert dev_t.array is dev_data  # written in place
     assert_same(dev_data, cpu_data, device, "values")
     assert not np.array_equal(cpu_data, start)
 

@@ -78,7 +78,7 @@ def no_readback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_no_readback_guard_catches_every_way_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = tr.tensor(np.arange(3.0), device="standin").data
+    x = tr.tensor(np.arange(3.0), device="standin").array
     with no_readback(monkeypatch):
         for back in (lambda: float(x.sum()), lambda: bool(x[0]), lambda: x.sum().item(),
                      lambda: x.get(), lambda: x.tolist(), lambda: int(x[1])):
@@ -507,7 +507,7 @@ def test_module_to_moves_everything_in_place(device: str) -> None:
     for p in params:
         p.grad = rng.standard_normal(p.shape).astype(np.float32)
     values = {k: v.copy() for k, v in m.state_dict().items()}
-    grads = [p.grad.copy() for p in params]
+    grads = [p.grad.array.copy() for p in params]
     assert m.device == "cpu"
 
     assert m.to(device) is m
@@ -534,14 +534,14 @@ def test_module_to_moves_everything_in_place(device: str) -> None:
         np.testing.assert_array_equal(value, values[key])
         assert value.dtype == values[key].dtype
     for p, g in zip(params, grads):
-        assert type(p.data) is np.ndarray and type(p.grad) is np.ndarray
+        assert type(p.array) is np.ndarray and type(p.grad) is np.ndarray
         np.testing.assert_array_equal(p.grad, g)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_module_device_refuses_a_split_module(device: str) -> None:
     m = WithBuffers()
-    m.lin.bias.data = backend.to_device(m.lin.bias.data, device)
+    m.lin.bias.data = backend.to_device(m.lin.bias.array, device)
     with pytest.raises(RuntimeError, match=f"several devices.*{device}"):
         m.device
     m.to(device)                                                     # .to mends it
@@ -622,7 +622,7 @@ def test_load_state_dict_across_devices(device: str) -> None:
         np.testing.assert_array_equal(host(value), host_sd[key].astype(np.float32))
 
     on_device = Net(seed=3).to(device).state_dict(keep_vars=True)   # device Tensors
-    raw = {k: v.data for k, v in on_device.items()}                 # raw device arrays
+    raw = {k: v.array for k, v in on_device.items()}                 # raw device arrays
     for values in (on_device, raw):
         cpu_model = Net(seed=9)
         cpu_model.load_state_dict(values)
@@ -653,7 +653,7 @@ def test_save_and_load_device_data(device: str, tmp_path: Any) -> None:
     obj = {
         "tensor": tr.tensor(a, device=device),
         "array": backend.to_device(ids, device),
-        "scalar": tr.tensor(a, device=device).data.sum(),          # a 0-d device array
+        "scalar": tr.tensor(a, device=device).array.sum(),          # a 0-d device array
         "nested": {"params": model.state_dict(keep_vars=True), "step": 4},
         "model": model.state_dict(),
     }

@@ -44,9 +44,9 @@ rows = st.integers(1, 4).flatmap(lambda n: st.integers(2, 5).flatmap(
 def test_softmax_is_unchanged_by_adding_a_constant(z: np.ndarray, c: float) -> None:
     """(SM1)-(SM3): softmax(z + c) = softmax(z), and the max-shifted form is the definition."""
     with np.errstate(over="raise", invalid="raise", divide="raise"):
-        shifted = F.softmax(tr.Tensor(z + c)).data
+        shifted = F.softmax(tr.Tensor(z + c)).array
         plain = np.exp(z) / np.exp(z).sum()  # |z| <= 5: the unshifted formula is safe here
-    np.testing.assert_allclose(F.softmax(tr.Tensor(z)).data, plain, rtol=1e-13, atol=1e-16)
+    np.testing.assert_allclose(F.softmax(tr.Tensor(z)).array, plain, rtol=1e-13, atol=1e-16)
     # z + c rounds differently from z, so compare at the size of that rounding
     np.testing.assert_allclose(shifted, plain, rtol=0, atol=1e-12 * max(1.0, abs(c)))
 
@@ -56,7 +56,7 @@ def test_three_class_worked_example() -> None:
     z = np.array([2.0, 1.0, 0.1])
     p_ref = np.exp(z) / np.exp(z).sum()
     logits = _leaf(z)
-    p = F.softmax(logits).data
+    p = F.softmax(logits).array
     loss = F.cross_entropy(logits, np.array(0))
     loss.backward()
     np.testing.assert_allclose(p, p_ref, rtol=1e-14)
@@ -67,7 +67,7 @@ def test_three_class_worked_example() -> None:
     np.testing.assert_allclose(np.exp(z - 2.0), [1.0, 0.3679, 0.1496], atol=doc)
     np.testing.assert_allclose(np.exp(z - 2.0).sum(), 1.5174, atol=doc)
     np.testing.assert_allclose(p, [0.6590, 0.2424, 0.0986], atol=doc)
-    np.testing.assert_allclose(F.log_softmax(tr.Tensor(z)).data, [-0.4170, -1.4170, -2.3170],
+    np.testing.assert_allclose(F.log_softmax(tr.Tensor(z)).array, [-0.4170, -1.4170, -2.3170],
                                atol=doc)
     np.testing.assert_allclose(loss.item(), 0.4170, atol=doc)
     np.testing.assert_allclose(logits.grad, [-0.3410, 0.2424, 0.0986], atol=doc)
@@ -196,8 +196,8 @@ def test_stable_sigmoid_matches_both_textbook_forms_without_overflow() -> None:
 @given(x=hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-6, 6)))
 def test_tanh_is_a_rescaled_sigmoid(x: np.ndarray) -> None:
     """(AC6): tanh(x) = 2 sigma(2x) - 1, hence tanh'(x) = 4 sigma'(2x)."""
-    np.testing.assert_allclose(F.tanh(tr.Tensor(x)).data,
-                               2 * F.sigmoid(tr.Tensor(2 * x)).data - 1, atol=1e-15)
+    np.testing.assert_allclose(F.tanh(tr.Tensor(x)).array,
+                               2 * F.sigmoid(tr.Tensor(2 * x)).array - 1, atol=1e-15)
     ones = np.ones_like(x)
     np.testing.assert_allclose(_grad(F.tanh, x, ones), 4 * _grad(F.sigmoid, 2 * x, ones),
                                atol=1e-15)

@@ -90,7 +90,7 @@ def test_fused_and_autograd_engines_agree(cell: str) -> None:
                       generator=4)
         logits, _ = model(ids)
         lm_loss(logits, y).backward()
-        grads.append((logits.numpy(), [p.grad.copy() for p in model.parameters()]))
+        grads.append((logits.numpy(), [p.grad.array.copy() for p in model.parameters()]))
     np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-10, atol=1e-12)
     for g_fused, g_auto in zip(grads[0][1], grads[1][1]):
         np.testing.assert_allclose(g_fused, g_auto, rtol=1e-9, atol=1e-12)
@@ -305,7 +305,7 @@ def test_padding_changes_neither_loss_nor_gradients() -> None:
         logits, _ = model(x_fill, lengths=x_lengths)
         loss = lm_loss(logits, y, ignore_index=PAD_ID)
         loss.backward()
-        results.append((loss.item(), [p.grad.copy() for p in model.parameters()]))
+        results.append((loss.item(), [p.grad.array.copy() for p in model.parameters()]))
     assert results[0][0] == results[1][0]
     for g0, g1 in zip(results[0][1], results[1][1]):
         np.testing.assert_array_equal(g0, g1)

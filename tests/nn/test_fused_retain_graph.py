@@ -41,8 +41,8 @@ def _model_and_loss(name: str, track: bool, lengths: Any) -> tuple[Any, Any, Any
 
 
 def _grads(model: Any, x: Any) -> dict[str, np.ndarray]:
-    grads = {name: p.grad.copy() for name, p in model.named_parameters()}
-    grads["input"] = x.grad.copy()
+    grads = {name: p.grad.array.copy() for name, p in model.named_parameters()}
+    grads["input"] = x.grad.array.copy()
     return grads
 
 

@@ -37,10 +37,10 @@ def param(*shape, dtype=np.float64) -> nn.Parameter:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_in_place_keeps_identity_dtype_and_leaf(fn, dtype):
     p = param(4, 4, dtype=dtype)
-    data_before = p.data
+    data_before = p.array
     version = p._version.value
     assert fn(p) is p  # works with grad mode on: written under no_grad
-    assert p.data is data_before and p.dtype == dtype  # in place, same array
+    assert p.array is data_before and p.dtype == dtype  # in place, same array
     assert p.is_leaf and p.requires_grad
     assert p._version.value > version
     assert np.all(np.isfinite(p.numpy()))
@@ -115,9 +115,9 @@ def test_zero_element_tensors_are_returned_unchanged(name, shape):
     """kaiming_* used to raise ZeroDivisionError on (4, 0) (fan_in = 0), xavier_* on (0, 0);
     torch returns the tensor unchanged."""
     p = param(*shape)
-    data_before = p.data
+    data_before = p.array
     assert RANDOM_FILLS[name](p) is p
-    assert p.shape == shape and p.data is data_before
+    assert p.shape == shape and p.array is data_before
     a = np.zeros(shape, dtype=np.float32)
     assert RANDOM_FILLS[name](a) is a
 

@@ -322,9 +322,9 @@ def _gradient_vector(forward: Callable, x: Tensor, schedule: Truncation, loss_fn
     run_truncated(forward, x, schedule, loss_fn, state=state, time_axis=time_axis)
     parts = []
     for p in params:
-        if p.grad is None:
+        if p._grad is None:
             parts.append(np.zeros(p.numel()))
         else:
-            g = to_device(p.grad, "cpu")  # explicit copy from a device (no copy on the CPU)
+            g = to_device(p._grad, "cpu")  # explicit copy from a device (no copy on the CPU)
             parts.append(np.asarray(g, dtype=np.float64).ravel())
     return np.concatenate(parts) if parts else np.zeros(0)

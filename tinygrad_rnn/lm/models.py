@@ -225,7 +225,7 @@ def lm_loss(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
 def _not_ignored(y: Any, ignore: int | None) -> Any:
     """The raw targets with ``ignore`` positions replaced by 0 (a valid id), for the range
     check; the targets themselves are left alone."""
-    raw = y.data if isinstance(y, Tensor) else y
+    raw = y._data if isinstance(y, Tensor) else y
     if ignore is None or raw.dtype.kind not in "iu":
         return raw
     xp = get_array_module(raw)
@@ -366,7 +366,7 @@ class RNNLM(Module):
         self.embedding = Embedding(V, D, padding_idx, dtype=dtype, generator=rng)
         init.uniform_(self.embedding.weight, -init_range, init_range, generator=rng)
         if padding_idx is not None:
-            init.zeros_(self.embedding.weight.data[self.embedding.padding_idx])
+            init.zeros_(self.embedding.weight._data[self.embedding.padding_idx])
         self.rnn = recurrent_layer(cell, D, H, L, dropout=dropout, engine=engine, dtype=dtype,
                                    generator=rng, owner=owner)
         self.drop = Dropout(dropout, generator=int(rng.integers(2 ** 63)))
@@ -456,7 +456,7 @@ class RNNLM(Module):
             for start in range(0, inputs.size, k):
                 stop = min(start + k, inputs.size)
                 logits, state = self(inputs[None, start:stop], state)          # (1, k, V)
-                lp = F.log_softmax(logits, axis=-1).data[0]                    # (k, V)
+                lp = F.log_softmax(logits, axis=-1)._data[0]                    # (k, V)
                 out[start:stop] = _picked(lp, targets[start:stop])
         return out
 
@@ -465,12 +465,12 @@ class RNNLM(Module):
         """Read a 1-D prompt from the zero state; returns the logits (V,) for the next token
         and the state after the prompt (used by :func:`tinygrad_rnn.lm.generate`)."""
         logits, state = self(np.asarray(prompt_ids, dtype=np.int64)[None], None)
-        return _host_row(logits.data[0, -1]), state
+        return _host_row(logits._data[0, -1]), state
 
     def advance(self, token_id: int, state: Any) -> tuple[np.ndarray, Any]:
         """Feed one token from ``state``; returns the next logits (V,) and the new state."""
         logits, state = self(np.array([[token_id]], dtype=np.int64), state)
-        return _host_row(logits.data[0, -1]), state
+        return _host_row(logits._data[0, -1]), state
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, cell={self.cell!r}, "
@@ -595,7 +595,7 @@ class FeedForwardLM(Module):
         with _Inference(self):
             for start in range(0, targets.size, k):
                 stop = min(start + k, targets.size)
-                lp = F.log_softmax(self(ctx[start:stop]), axis=-1).data      # (k, V)
+                lp = F.log_softmax(self(ctx[start:stop]), axis=-1)._data      # (k, V)
                 out[start:stop] = _picked(lp, targets[start:stop])
         return out
 
@@ -606,12 +606,12 @@ class FeedForwardLM(Module):
         arr = np.asarray(prompt_ids, dtype=np.int64)
         padded = np.concatenate([np.full(self.context_size, self.bos_id, np.int64), arr])
         window = padded[-self.context_size:]
-        return _host_row(self(window[None]).data[0]), window
+        return _host_row(self(window[None])._data[0]), window
 
     def advance(self, token_id: int, window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Slide the window by one token; returns the next logits (V,) and the new window."""
         window = np.append(window[1:], np.int64(token_id))
-        return _host_row(self(window[None]).data[0]), window
+        return _host_row(self(window[None])._data[0]), window
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, context_size={self.context_size}, "

@@ -138,7 +138,7 @@ def _as_array(mask: Any, xp: Any, who: str = "attention", name: str = "mask") ->
     allowed host -> device copy. A Tensor or device array that lives on another device (a
     cpu Tensor included) is a RuntimeError naming both devices: it is never moved silently.
     """
-    data = mask.data if isinstance(mask, Tensor) else mask
+    data = mask._data if isinstance(mask, Tensor) else mask
     src = get_array_module(data)
     if src is not xp and (src is not np or isinstance(mask, Tensor)):
         here, there = device_of(data), device_of_module(xp)
@@ -500,7 +500,7 @@ class Attention(Module):
         self._check_dtypes(query, keys, values)
         self._check_shapes(query, keys, values)
         # masks given on the host are copied to the inputs' device once, here
-        xp = get_array_module(query.data)
+        xp = get_array_module(query._data)
         pad = None
         if key_padding_mask is not None:
             pad = _as_array(key_padding_mask, xp, "Attention", "key_padding_mask")
@@ -768,7 +768,7 @@ class MultiheadAttention(Module):
             check_input_dtype(who, name, x, self.out_proj.weight.dtype)
         batched = self._check_inputs(query, key, value)
         # masks given on the host are copied to the inputs' device once, here
-        xp = get_array_module(query.data)
+        xp = get_array_module(query._data)
         if key_padding_mask is not None:
             key_padding_mask = _as_array(key_padding_mask, xp, who, "key_padding_mask")
         if attn_mask is not None:

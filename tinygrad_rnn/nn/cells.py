@@ -373,7 +373,7 @@ def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:
 
 def zero_state(shape: tuple, x: Tensor) -> Tensor:
     """A zero state of ``shape`` in ``x``'s dtype, created directly on ``x``'s device."""
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     return Tensor(xp.zeros(shape, dtype=x.dtype))
 
 
@@ -386,7 +386,7 @@ def as_state(hx: Any, x: Tensor, what: str) -> Tensor:
     if not isinstance(hx, Tensor):
         owner, _, name = what.partition(": ")
         hx = as_input(hx, name or "state", owner)  # None, a str: a TypeError naming what
-        if hx.device != x.device and get_array_module(hx.data) is np:
+        if hx.device != x.device and get_array_module(hx._data) is np:
             return hx.to(x.device)
     if hx.device != x.device:
         raise RuntimeError(f"{what} is on {hx.device} but the input is on {x.device}; move "

@@ -233,7 +233,7 @@ class SequenceClassifier(Module):
         if self.pooling == "mean":
             if lens is None:
                 return out.mean(axis=1)
-            xp = get_array_module(out.data)                      # host -> device copies
+            xp = get_array_module(out._data)                      # host -> device copies
             mask = (np.arange(T)[None, :] < lens[:, None])       # (N, T)
             mask = xp.asarray(mask[:, :, None].astype(out.dtype))    # (N, T, 1)
             total = (out * mask).sum(axis=1)                     # (N, dirs*H)

@@ -148,7 +148,7 @@ def _matrix64(w: Any, fn: str) -> Any:
 
 def _raw(t: Any) -> Any:
     """The array of a Tensor, or the array itself."""
-    return t.data if isinstance(t, Tensor) else t
+    return t._data if isinstance(t, Tensor) else t
 
 
 def _float64_copy(t: Any) -> Any:

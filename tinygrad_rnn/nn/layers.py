@@ -164,7 +164,7 @@ def check_ids(owner: str, name: str, ids: Any, size: int,
     """Refuse token ids that are not integers (TypeError) or lie outside [0, ``size``)
     (IndexError naming the first offending id, its position and ``size``), each naming
     ``owner`` and ``name``. ``ids`` is a Tensor, a device array or host array-like."""
-    raw = ids.data if isinstance(ids, Tensor) else ids
+    raw = ids._data if isinstance(ids, Tensor) else ids
     if get_array_module(raw) is np:
         try:
             raw = np.asarray(raw)
@@ -187,7 +187,7 @@ def _table_data(table: Any) -> Any:
     """The raw array of a Tensor or array-like table, left on its device (host data as
     NumPy)."""
     if isinstance(table, Tensor):
-        return table.data
+        return table._data
     return table if get_array_module(table) is not np else np.asarray(table)
 
 
@@ -353,7 +353,7 @@ class Embedding(Module):
             self.weight = Parameter(np.zeros((num_embeddings, embedding_dim), dtype=dt))
             init.normal_(self.weight, 0.0, 1.0, generator=generator)
             if padding_idx is not None:
-                init.zeros_(self.weight.data[padding_idx])
+                init.zeros_(self.weight._data[padding_idx])
         else:
             data = _table_data(_weight)
             if tuple(data.shape) != (num_embeddings, embedding_dim):

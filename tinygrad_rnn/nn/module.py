@@ -70,7 +70,7 @@ class Parameter(Tensor):
         if data is None:
             data = np.empty((0,), dtype=np.float32)
         if isinstance(data, Tensor):
-            data = data.data  # values only: a parameter is a leaf
+            data = data._data  # values only: a parameter is a leaf
         try:
             super().__init__(data, requires_grad=requires_grad)
         except (TypeError, ValueError) as err:  # name the class the user called
@@ -509,10 +509,10 @@ class Module:
             dot = mod_prefix + ("." if mod_prefix else "")
             for name, p in module._parameters.items():
                 if p is not None:
-                    out[dot + name] = p if keep_vars else _host_copy(p.data)
+                    out[dot + name] = p if keep_vars else _host_copy(p._data)
             for name, b in module._buffers.items():
                 if b is not None and name not in module._non_persistent:
-                    out[dot + name] = b if keep_vars else _host_copy(b.data)
+                    out[dot + name] = b if keep_vars else _host_copy(b._data)
         return out
 
     def load_state_dict(self, state_dict: Mapping[str, Any],
@@ -644,10 +644,10 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter: to None (default) or to zeros in place."""
         for p in self.parameters():
-            if set_to_none or p.grad is None:
+            if set_to_none or p._grad is None:
                 p.grad = None
             else:
-                p.grad[...] = 0
+                p._grad[...] = 0
 
     def to(self, *args: Any, device: Any = None, dtype: Any = None,
            non_blocking: bool = False) -> "Module":
@@ -693,16 +693,16 @@ class Module:
             if not is_float_dtype(dtype):
                 raise TypeError(f"to(): only floating-point dtypes are supported, got {dtype}")
         for t in list(self.parameters()) + list(self.buffers()):
-            data, grad = t.data, t.grad
+            data, grad = t._data, t._grad
             if device is not None and t.device != device:
                 data = to_device(data, device)
                 grad = None if grad is None else to_device(grad, device)
             if dtype is not None and is_float_dtype(t.dtype) and t.dtype != dtype:
                 data = data.astype(dtype)
                 grad = None if grad is None else grad.astype(dtype)
-            if data is not t.data:
+            if data is not t._data:
                 t.data = data  # the data setter bumps the version
-                t.grad = grad
+                t._grad = grad
         return self
 
     def cpu(self) -> "Module":
@@ -787,7 +787,7 @@ def _same_values(a: Any, b: Any, dtype: Any) -> bool:
 def _value_array(key: str, value: Any) -> Any:
     """A state-dict value as an array, refusing non-numeric data."""
     if isinstance(value, Tensor):
-        arr = value.data
+        arr = value._data
     elif isinstance(value, np.ndarray) or get_array_module(value) is not np:
         arr = value
     elif isinstance(value, (np.generic, int, float, bool)):

@@ -322,7 +322,7 @@ class Seq2Seq(Module):
                              f"[1, {S}], got {lens.tolist()}")
         x = self.src_embed(ids)                                             # (N, S, D)
         # the padding mask is built on the host and copied to the model's device once
-        xp = get_array_module(x.data)
+        xp = get_array_module(x._data)
         padding = xp.asarray(np.arange(S)[None, :] >= lens[:, None])        # (N, S)
         out, hn = self.encoder(x, lengths=lens)                             # (N, S, E)
         if self.cell == "lstm":
@@ -405,7 +405,7 @@ class Seq2Seq(Module):
         """Rows ``index`` of a :class:`DecoderState` or :class:`Memory` (beam search uses it to
         expand a sentence into beams and to follow back-pointers). ``index`` is a host int
         array (copied to the device) or an int array or Tensor on the model's device."""
-        idx = index.data if isinstance(index, Tensor) else index
+        idx = index._data if isinstance(index, Tensor) else index
         if get_array_module(idx) is np:
             idx = np.asarray(idx, dtype=np.int64)
         return type(state_or_memory)(*(_rows(x, idx) for x in state_or_memory))
@@ -457,7 +457,7 @@ class Seq2Seq(Module):
                 if rng is not None:
                     own = rng.random(N) >= teacher_forcing_ratio                # (N,) bool
                     # the one device -> host copy of a step: the N predicted ids, fed back
-                    z = logits_t[-1].data                                       # (N, V)
+                    z = logits_t[-1]._data                                       # (N, V)
                     pred = to_device(get_array_module(z).argmax(z, axis=-1), "cpu")
                     prev = np.where(own, pred, prev)
             logits, state, weights = self.decode_step(prev, state, memory)

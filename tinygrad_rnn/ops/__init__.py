@@ -5,7 +5,9 @@ from .elementwise import (
     Abs, Add, Clip, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, Sqrt, Sub, broadcast_shape,
 )
 from .linalg import MatMul
-from .losses import BCEWithLogits, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy
+from .losses import (
+    BCEWithLogits, BinaryCrossEntropy, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy,
+)
 from .normalization import LayerNorm
 from .reductions import Max, Mean, Min, Norm, Sum
 from .selection import Dropout, Embedding, MaskedFill, Where, check_token_ids
@@ -21,6 +23,6 @@ __all__ = [
     "Mean", "Max", "Min", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack",
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
-    "Norm",
+    "Norm", "BinaryCrossEntropy",
     "LayerNorm",
 ]

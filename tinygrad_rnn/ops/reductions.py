@@ -225,9 +225,11 @@ class Norm(Function):
         xp = get_array_module(x)
         axes = normalize_axes("norm", axis, x.shape)
         a = xp.abs(x)
-        powered = a * a if p == 2.0 else a ** x.dtype.type(p)
-        total = pairwise_sum(powered, axes, keepdims=True)
-        y = xp.sqrt(total) if p == 2.0 else total ** x.dtype.type(1.0 / p)
+        if p == 2.0:
+            y = xp.sqrt(pairwise_sum(a * a, axes, keepdims=True))
+        else:  # the powers in float64, rounded once (the same bits on every device)
+            total = pairwise_sum(a.astype(np.float64) ** p, axes, keepdims=True)
+            y = (total ** (1.0 / p)).astype(x.dtype)
         ctx.save_for_backward(x, y)
         ctx.p, ctx.axes, ctx.keepdims = p, axes, keepdims
         return y if keepdims else y.reshape(tuple(n for k, n in enumerate(y.shape)
@@ -242,7 +244,7 @@ class Norm(Function):
         safe = xp.where(y == 0, 1, y)
         if ctx.p == 2.0:
             dx = g * x / safe
-        else:
-            p = x.dtype.type(ctx.p)
-            dx = g * xp.sign(x) * xp.abs(x) ** (p - 1) / safe ** (p - 1)
+        else:  # |x|^(p-1) / y^(p-1) = (|x| / y)^(p-1), in float64, rounded once
+            ratio = (xp.abs(x).astype(np.float64) / safe) ** (ctx.p - 1)
+            dx = g * xp.sign(x) * ratio.astype(x.dtype)
         return xp.where(y == 0, 0, dx).astype(x.dtype, copy=False)

@@ -102,7 +102,7 @@ def _grad_array(param: Tensor) -> Any:
     The one place in :mod:`tinygrad_rnn.optim` that reads the gradient. Where ``p.grad`` is
     a Tensor (torch's ``.grad``) the raw array the engine accumulates into is ``p._grad``;
     before that change ``p.grad`` held the raw array itself (both are read here)."""
-    return param._grad if hasattr(param, "_grad") else param.grad
+    return param._grad
 
 
 def _lerp_(start: Any, end: Any, weight: float) -> None:
@@ -664,11 +664,8 @@ def _is_raw_array(value: Any) -> bool:
 
 def _not_an_array_message(grad: Any) -> str:
     """The end of the error for a ``p.grad`` that is not a raw backend array."""
-    hint = (" (assign its array, p.grad = g.data)" if isinstance(grad, Tensor)
-            else " (convert it, e.g. p.grad = np.asarray(g, dtype=p.dtype))")
-    return (f"has a gradient of type {type(grad).__module__}.{type(grad).__name__}; p.grad "
-            f"must be a raw backend array (a numpy.ndarray, or a CuPy array on the GPU), not "
-            f"a Tensor, list or scalar{hint}")
+    return (f"has a gradient of type {type(grad).__module__}.{type(grad).__name__}; assign "
+            f"p.grad a Tensor or an array of the parameter's shape and dtype")
 
 
 def _as_index(key: Any) -> Any:
