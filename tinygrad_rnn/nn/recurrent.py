@@ -12,10 +12,12 @@ Two engines compute the same equations (docs/recurrent.md):
 * ``engine='autograd'``: the cells' step functions composed of primitive ops, step by step;
   every h_t is a Tensor that hooks and ``retain_grad`` see.
 
-Variable-length batches: pass ``lengths`` (N,) to ``forward``. Step t of sequence n is valid
-iff t < lengths[n]; padded steps carry the state unchanged, give zero outputs, and change
-neither the valid outputs, nor the final states, nor any gradient. The reverse direction of a
-bidirectional layer starts at each sequence's own last valid step.
+Variable-length batches: pass ``lengths`` (N,) to ``forward``, or, as in torch, a
+:class:`~tinygrad_rnn.nn.utils.rnn.PackedSequence` as the input (the output is then packed
+the same way, and ``h_n``/``c_n`` come from each sequence's last valid step). Step t of
+sequence n is valid iff t < lengths[n]; padded steps carry the state unchanged, give zero
+outputs, and change neither the valid outputs, nor the final states, nor any gradient. The
+reverse direction of a bidirectional layer starts at each sequence's own last valid step.
 
 Devices: a layer runs where its parameters are (``.to(device)``); the input must be there
 too. Default initial states are created on that device; states given as host NumPy arrays
@@ -73,6 +75,7 @@ from .layers import (
     _finite, _flag, _float_dtype, _integer, _probability, _size, as_input, place,
 )
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 
 __all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
 
@@ -454,6 +457,8 @@ class RNNBase(Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, input: Any, hx: Any = None, lengths: Any = None) -> Any:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx, lengths)
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__))
         T, N = x.shape[0], x.shape[1]
         lens = self._lengths(lengths, T, N)
@@ -516,6 +521,17 @@ class RNNBase(Module):
         if self.mode == "LSTM":
             return output, (h_n_t, c_n_t)
         return output, h_n_t
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any, lengths: Any) -> Any:
+        """torch's packed input: the padded batch (original order) run with its lengths,
+        the output packed again in the input's layout. h_n (and c_n) are each sequence's
+        last valid step, in the original batch order, as is ``hx``."""
+        if lengths is not None:
+            raise ValueError(f"{type(self).__name__}: lengths cannot be given with a "
+                             f"PackedSequence input, which carries its own")
+        padded, lens = pad_packed_sequence(packed, batch_first=self.batch_first)
+        output, state = self.forward(padded, hx, lengths=lens)
+        return repack_like(output, packed, batch_first=self.batch_first), state
 
     def _run_fused(self, x: Tensor, h0: Tensor, c0: Tensor | None, params: dict,
                    lengths: np.ndarray | None, reverse: bool, recorder: Any,

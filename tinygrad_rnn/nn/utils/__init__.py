@@ -25,9 +25,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..backend import DEFAULT_FLOAT, device_of, get_array_module, result_float_dtype
-from ..engine import no_grad
-from ..tensor import Tensor, cat
+from ...backend import DEFAULT_FLOAT, device_of, get_array_module, result_float_dtype
+from ...engine import no_grad
+from ...tensor import Tensor, cat
 
 __all__ = [
     "get_total_norm", "grad_norm", "clip_grad_norm_", "clip_grads_with_norm_",
@@ -440,3 +440,7 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
             n = math.prod(p.shape)
             p.copy_(vec.data[pointer:pointer + n].reshape(p.shape))
             pointer += n
+
+
+# torch.nn.utils.rnn: padding and packing of variable-length batches (a submodule, as torch's)
+from . import rnn  # noqa: E402  (after the names above, which it does not use)
