@@ -926,9 +926,10 @@ R("clip_grad_norm_-params-int", lambda: nn.utils.clip_grad_norm_(3, 1.0), "clip_
   "parameters")
 R("clip_grad_norm_-params-ndarray", lambda: nn.utils.clip_grad_norm_([arr(3)], 1.0),
   "clip_grad_norm_", "parameters")
+# .grad is a Tensor property now: a list is refused where it is assigned, naming .grad
 R("clip_grad_norm_-grad-list", lambda: _set_grad_and(lambda p: nn.utils.clip_grad_norm_([p], 1),
                                                      [1.0, 2.0, 3.0]),
-  "clip_grad_norm_", "gradient")
+  "grad", "list")
 R("clip_grad_norm_-nonfinite", lambda: _set_grad_and(
     lambda p: nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True),
     np.array([1.0, np.nan, 0.0], np.float32)), "clip_grad_norm_", "non-finite")

@@ -559,7 +559,7 @@ def test_truncation_bias_reports_the_definitions_and_restores_grads() -> None:
             p.grad = None
         run_truncated(layer_forward(rnn), tr.Tensor(problem.x), schedule, problem.loss_fn,
                       state=problem.state())
-        return np.concatenate([p.grad.ravel() for p in params])
+        return np.concatenate([p.grad.array.ravel() for p in params])
 
     g_full = grad_vector(full(T))
     for r, schedule in zip(res, [chunked(2), williams_peng(2, 4)]):

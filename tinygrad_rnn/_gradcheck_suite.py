@@ -425,6 +425,23 @@ def _nll_loss(rng: np.random.Generator) -> Problem:
     return Problem(lambda z: F.nll_loss(z, target, **opts), (_leaf(_reals(rng, x_shape)),))
 
 
+def _norm(rng: np.random.Generator) -> Problem:
+    """p-norms over axes, entries away from 0 (where |x|^(p-1) is not smooth for p < 2)."""
+    shape = _shape(rng, 1, 3)
+    p = float(rng.choice([2.0, 3.0, 1.5]))
+    dim, keepdim = _axis(rng, len(shape)), bool(rng.random() < 0.5)
+    return Problem(lambda x: x.norm(p, dim, keepdim), (_leaf(_signed(rng, shape)),))
+
+
+def _binary_cross_entropy(rng: np.random.Generator) -> Problem:
+    """Probabilities in [0.05, 0.95], targets in [0, 1]."""
+    shape = _shape(rng)
+    target = _reals(rng, shape, 0.0, 1.0)
+    reduction = str(rng.choice(["none", "mean", "sum"]))
+    return Problem(lambda q: NF.binary_cross_entropy(q, target, reduction=reduction),
+                   (_leaf(_reals(rng, shape, 0.05, 0.95)),))
+
+
 def _mse_loss(rng: np.random.Generator) -> Problem:
     shape = _shape(rng)
     reduction = str(rng.choice(["none", "mean", "sum"]))
@@ -605,6 +622,9 @@ SUITE: tuple[SuiteEntry, ...] = (
     _op("cross_entropy_probs", _cross_entropy_probs, "class probabilities (both inputs)"),
     _op("nll_loss", _nll_loss, "weights, ignored targets"),
     _op("mse_loss", _mse_loss, "mean squared error"),
+    _op("binary_cross_entropy", _binary_cross_entropy, "probabilities, every reduction"),
+    _op("norm", _norm, "p-norm over axes (p = 2, 3, 1.5)"),
+    _op("gelu", _unary(lambda t: NF.gelu(t), _reals), "exact GELU (erf)"),
     _op("bce_with_logits", _bce_with_logits, "weight and pos_weight"),
     # normalization
     _op("layer_norm", _layer_norm, "layer_norm over 1-2 trailing axes, weight/bias or not"),

@@ -2367,7 +2367,7 @@ def rand(*shape: Any, generator: Any = None, dtype: Any = None,
 
 
 # ------------------------------------------------------------------------- joining
-def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
+def cat(tensors: Sequence[Any], axis: Any = _UNSET, *, dim: int | None = None) -> Tensor:
     """Concatenate along an existing axis (torch.cat / numpy.concatenate)."""
     axis = _int_arg("cat", "dim", _dim_or_axis("cat", dim, axis))
     return Concatenate.apply(*_tensor_sequence("cat", tensors), axis=axis)
@@ -2376,13 +2376,13 @@ def cat(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Ten
 concatenate = cat
 
 
-def stack(tensors: Sequence[Any], axis: int = 0, *, dim: int | None = None) -> Tensor:
+def stack(tensors: Sequence[Any], axis: Any = _UNSET, *, dim: int | None = None) -> Tensor:
     """Stack along a new axis."""
     axis = _int_arg("stack", "dim", _dim_or_axis("stack", dim, axis))
     return Stack.apply(*_tensor_sequence("stack", tensors), axis=axis)
 
 
-def split(x: Tensor, split_size_or_sections: Any, axis: int = 0, *,
+def split(x: Tensor, split_size_or_sections: Any, axis: Any = _UNSET, *,
           dim: int | None = None) -> tuple:
     """Split into pieces (torch semantics): an int gives pieces of that size (the last may be
     smaller); a list gives the sizes of the pieces."""
@@ -2443,8 +2443,8 @@ def _dim_or_axis(op: str, dim: Any, axis: Any) -> Any:
     """torch's ``dim`` or NumPy's ``axis`` (default 0); both given and different is an
     error."""
     if dim is None:
-        return axis
-    if axis != 0 and axis is not dim and axis != dim:
+        return 0 if axis is _UNSET else axis
+    if axis is not _UNSET and axis is not dim and axis != dim:
         raise TypeError(f"{op}: give dim or axis, not both (got dim={dim!r}, axis={axis!r})")
     return dim
 

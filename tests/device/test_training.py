@@ -352,7 +352,11 @@ def test_state_follows_its_parameters_to_the_device(device: str, name: str) -> N
 @pytest.mark.parametrize("device", DEVICES)
 def test_step_refuses_a_gradient_on_another_device(device: str) -> None:
     w = tr.tensor(np.ones(3), requires_grad=True, device=device)
-    w.grad = np.full(3, 0.5)                       # a host gradient for a device parameter
+    with pytest.raises(RuntimeError, match=f"grad: assigned grad is on cpu, the tensor is on "
+                                           f"{device}"):
+        w.grad = np.full(3, 0.5)                   # a host gradient for a device parameter
+    assert w.grad is None
+    w._grad = np.full(3, 0.5)                      # past the setter: step checks it again
     opt = optim.SGD([w], lr=0.1)
     with pytest.raises(ValueError, match=f"on {device} has a gradient .* on cpu"):
         opt.step()
@@ -534,7 +538,7 @@ def test_module_to_moves_everything_in_place(device: str) -> None:
         np.testing.assert_array_equal(value, values[key])
         assert value.dtype == values[key].dtype
     for p, g in zip(params, grads):
-        assert type(p.array) is np.ndarray and type(p.grad) is np.ndarray
+        assert type(p.array) is np.ndarray and type(p.grad.array) is np.ndarray
         np.testing.assert_array_equal(p.grad, g)
 
 
@@ -660,16 +664,20 @@ def test_save_and_load_device_data(device: str, tmp_path: Any) -> None:
     path = tmp_path / "device.npz"
     tr.save(obj, path)
     back = tr.load(path)
-    assert type(back["tensor"]) is np.ndarray and back["tensor"].dtype == np.float32
-    np.testing.assert_array_equal(back["tensor"], a)
+    # a Tensor comes back as a Tensor on the device it was saved from (torch.load's rule)
+    assert isinstance(back["tensor"], tr.Tensor) and back["tensor"].dtype == np.float32
+    assert back["tensor"].device == device
+    np.testing.assert_array_equal(host(back["tensor"]), a)
     np.testing.assert_array_equal(back["array"], ids)
     assert back["array"].dtype == np.int64
     assert back["scalar"].shape == () and back["scalar"] == a.sum()
     assert back["nested"]["step"] == 4
     for key, value in Net().state_dict().items():
-        for saved in (back["nested"]["params"][key], back["model"][key]):
-            assert type(saved) is np.ndarray
-            np.testing.assert_array_equal(saved, value)
+        kept = back["nested"]["params"][key]      # saved with keep_vars: a Parameter again
+        assert isinstance(kept, tr.Tensor) and kept.device == device
+        np.testing.assert_array_equal(host(kept), value)
+        assert type(back["model"][key]) is np.ndarray   # state_dict() holds host copies
+        np.testing.assert_array_equal(back["model"][key], value)
 
     fresh = Net(seed=5).to(device)                 # load a checkpoint into a device module
     fresh.load_state_dict(back["model"])

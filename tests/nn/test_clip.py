@@ -38,7 +38,7 @@ def params_with_grads(draw: Callable, dtype: Any = np.float64) -> list[tr.Tensor
 
 
 def grads_of(params: list[tr.Tensor]) -> list[np.ndarray]:
-    return [p.grad for p in params if p.grad is not None]
+    return [p.grad.array for p in params if p.grad is not None]  # the raw arrays
 
 
 def flat(arrays: list[np.ndarray]) -> np.ndarray:
@@ -171,7 +171,7 @@ def test_clip_grad_norm_matches_torch(params: list[tr.Tensor], max_norm: float,
     tparams = []
     for p in params:
         t = torch.zeros(p.shape, dtype=torch.float64, requires_grad=True)
-        t.grad = None if p.grad is None else torch.tensor(p.grad)
+        t.grad = None if p.grad is None else torch.tensor(p.grad.numpy())
         tparams.append(t)
     total = clip_grad_norm_(params, max_norm, norm_type=norm_type)
     ttotal = torch.nn.utils.clip_grad_norm_(tparams, max_norm, norm_type=norm_type)

@@ -228,8 +228,10 @@ class Norm(Function):
         if p == 2.0:
             y = xp.sqrt(pairwise_sum(a * a, axes, keepdims=True))
         else:  # the powers in float64, rounded once (the same bits on every device)
-            total = pairwise_sum(a.astype(np.float64) ** p, axes, keepdims=True)
-            y = (total ** (1.0 / p)).astype(x.dtype)
+            # (exponents as arrays: NumPy's scalar fast paths would differ between devices)
+            total = pairwise_sum(a.astype(np.float64) ** xp.asarray(p, np.float64), axes,
+                                 keepdims=True)
+            y = (total ** xp.asarray(1.0 / p, np.float64)).astype(x.dtype)
         ctx.save_for_backward(x, y)
         ctx.p, ctx.axes, ctx.keepdims = p, axes, keepdims
         return y if keepdims else y.reshape(tuple(n for k, n in enumerate(y.shape)
@@ -245,6 +247,6 @@ class Norm(Function):
         if ctx.p == 2.0:
             dx = g * x / safe
         else:  # |x|^(p-1) / y^(p-1) = (|x| / y)^(p-1), in float64, rounded once
-            ratio = (xp.abs(x).astype(np.float64) / safe) ** (ctx.p - 1)
+            ratio = (xp.abs(x).astype(np.float64) / safe) ** xp.asarray(ctx.p - 1, np.float64)
             dx = g * xp.sign(x) * ratio.astype(x.dtype)
         return xp.where(y == 0, 0, dx).astype(x.dtype, copy=False)

@@ -100,6 +100,8 @@ def _check_generator(owner: str, generator: Any) -> np.random.Generator | None:
     a ``numpy.random.Generator``, or a new one made once from an int seed."""
     if generator is None or isinstance(generator, np.random.Generator):
         return generator
+    if isinstance(generator, _random.Generator):  # tr.Generator().manual_seed(42)
+        return generator.rng
     if _is_int(generator):
         if generator < 0:
             raise ValueError(f"{owner}: generator seed must be non-negative, got {generator}")
@@ -113,7 +115,8 @@ def _check_generator(owner: str, generator: Any) -> np.random.Generator | None:
             "tinygrad_rnn.manual_seed)"
         )
     raise TypeError(
-        f"{owner}: generator must be None, an int seed or a numpy.random.Generator, "
+        f"{owner}: generator must be None, an int seed, a numpy.random.Generator or a "
+        f"tinygrad_rnn.Generator, "
         f"got {kind.__name__}"
     )
 
