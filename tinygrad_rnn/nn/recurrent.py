@@ -465,7 +465,7 @@ class RNNBase(Module):
         valid = None
         if lens is not None:
             # (T, N) step mask, built on the host and copied to the input's device once
-            valid = get_array_module(x.data).asarray(np.arange(T)[:, None] < lens[None, :])
+            valid = get_array_module(x._data).asarray(np.arange(T)[:, None] < lens[None, :])
             if bool((lens < T).any()):
                 # Padded steps are never read: select 0 there (a select, not a 0/1
                 # multiply), so padding holding NaN or inf reaches neither the input GEMM
@@ -554,7 +554,7 @@ class RNNBase(Module):
         the (T, N) boolean step mask on the input's device, or None."""
         T, N = x.shape[0], x.shape[1]
         H = self.hidden_size
-        xp = get_array_module(x.data)
+        xp = get_array_module(x._data)
         xw = F.linear(x, params["weight_ih"], params.get("bias_ih"))  # (T, N, G*H), one GEMM
         # One split into the T steps' slices: its backward concatenates the T slice gradients
         # once. (xw[t] would be T GetItem nodes, each scattering its slice's gradient into a

@@ -62,24 +62,21 @@ def _grads_of(parameters: list[Tensor], where: str, in_place: bool = False) -> l
         if not isinstance(p, Tensor):
             raise TypeError(f"{where}: parameters must be Tensors, but item {k} is a "
                             f"{type(p).__name__}")
-        grad = p.grad
+        grad = p._grad  # the raw array behind the Tensor p.grad
         if grad is None:
             continue
-        if not _is_raw_array(grad):
-            hint = ("assign its array, p.grad = g.data" if isinstance(grad, Tensor)
-                    else "convert it, e.g. p.grad = np.asarray(g, dtype=p.dtype)")
+        if not _is_raw_array(grad):  # (the .grad setter checks what is assigned)
             raise TypeError(
                 f"{where}: parameter {k} (shape {p.shape}, dtype {p.dtype}) has a gradient "
-                f"of type {type(grad).__module__}.{type(grad).__name__}; p.grad must be a raw "
-                f"backend array (a numpy.ndarray, or a CuPy array on the GPU), not a Tensor, "
-                f"list or scalar ({hint})"
+                f"of type {type(grad).__module__}.{type(grad).__name__}; assign p.grad a "
+                f"Tensor or an array of the parameter's shape and dtype"
             )
         # NumPy arrays can be read-only (CuPy's have no such flag)
         if in_place and not getattr(getattr(grad, "flags", None), "writeable", True):
             raise ValueError(
                 f"{where}: the gradient of parameter {k} (shape {p.shape}) is a read-only "
                 f"array, and clipping scales gradients in place; give it a writable copy "
-                f"(p.grad = p.grad.copy())"
+                f"(p.grad = p.grad.clone())"
             )
         grads.append(grad)
     return grads
@@ -195,7 +192,7 @@ def get_total_norm(tensors: Any | Iterable[Any], norm_type: float | str = 2.0,
     """
     if isinstance(tensors, Tensor) or hasattr(tensors, "shape"):
         tensors = [tensors]
-    arrays = [t.data if isinstance(t, Tensor) else t for t in tensors]
+    arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
     for k, a in enumerate(arrays):
         if not _is_raw_array(a):
             raise TypeError(f"get_total_norm: item {k} is a {type(a).__name__}; expected "
@@ -274,7 +271,7 @@ def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float
     where = "clip_grads_with_norm_"
     max_norm = _checked_max_norm(max_norm, where)
     grads = _grads_of(_as_param_list(parameters, where), where, in_place=True)
-    norm = total_norm.data if isinstance(total_norm, Tensor) else total_norm
+    norm = total_norm._data if isinstance(total_norm, Tensor) else total_norm
     if _is_raw_array(norm):
         if norm.shape != () or norm.dtype.kind not in "iuf":
             raise ValueError(f"{where}: total_norm must be a single number (0-d), got an "
@@ -438,7 +435,7 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     with no_grad():
         for p in params:
             n = math.prod(p.shape)
-            p.copy_(vec.data[pointer:pointer + n].reshape(p.shape))
+            p.copy_(vec._data[pointer:pointer + n].reshape(p.shape))
             pointer += n
 
 
