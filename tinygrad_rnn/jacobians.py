@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from .backend import get_array_module
 from .gradcheck import grads_preserved
-from .tensor import Tensor
+from .tensor import Tensor, array_of
 
 __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "layer_norm", "jacobian"]
 
@@ -25,17 +25,7 @@ def _raw(y: Any, where: str = "jacobians", name: str = "y") -> Any:
     """The array of a Tensor; arrays stay on their device; lists become NumPy arrays. A
     TypeError naming ``where`` and ``name`` unless it holds real numbers (a string, an
     object array, a complex array)."""
-    if isinstance(y, Tensor):
-        return y._data
-    try:
-        a = get_array_module(y).asarray(y)
-    except (TypeError, ValueError):
-        raise TypeError(f"{where}: {name} must be a Tensor or an array of real numbers, got "
-                        f"a {type(y).__name__} that is not one") from None
-    if a.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: {name} must hold real numbers, got {type(y).__name__} of "
-                        f"dtype {a.dtype}")
-    return a
+    return array_of(y, where, name)
 
 
 def _last_axis(y: Any, name: str) -> Any:

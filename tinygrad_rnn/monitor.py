@@ -40,7 +40,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .backend import get_array_module, to_device
-from .tensor import Tensor, host_lengths
+from .tensor import Tensor, array_of, host_lengths
 
 __all__ = [
     "GradientMonitor", "step_jacobians", "jacobian_products", "spectral_radius",
@@ -64,17 +64,7 @@ def _real_array(values: Any, where: str, what: str) -> Any:
     on its device, in float64; a TypeError naming ``where`` and ``what`` for strings,
     objects and complex values (NumPy would fail deep inside, or drop the imaginary
     part)."""
-    raw = _raw(values)
-    if get_array_module(raw) is np:
-        try:
-            raw = np.asarray(raw)
-        except (TypeError, ValueError):
-            raise TypeError(f"{where}: {what} must be an array of real numbers, got a "
-                            f"{type(values).__name__} that is not one") from None
-    if raw.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: {what} must hold real numbers, got "
-                        f"{type(values).__name__} of dtype {raw.dtype}")
-    return raw.astype(np.float64)
+    return array_of(values, where, what).astype(np.float64)
 
 
 def _real_number(value: Any, where: str, name: str) -> float:

@@ -1114,13 +1114,6 @@ class Tensor:
         xp = get_array_module(self._data)
         return self.shape == o.shape and bool(xp.all((self == o)._data))
 
-    def all(self) -> "Tensor":
-        """True when every entry is nonzero, as a 0-d boolean tensor."""
-        return Tensor._wrap(get_array_module(self._data).all(self._data))
-
-    def any(self) -> "Tensor":
-        """True when some entry is nonzero, as a 0-d boolean tensor."""
-        return Tensor._wrap(get_array_module(self._data).any(self._data))
 
     # logical and bitwise operators on boolean and integer tensors (no gradient)
     def _logical(self, o: Any, name: str, ufunc: str) -> "Tensor":
@@ -2550,3 +2543,23 @@ def _exact_value(op: str, value: Any, dtype: np.dtype, shape: tuple) -> Any:
         f"{op}: a tensor of dtype {dtype} (shape {shape}) holds {holds}, so the value "
         f"{given!r} would change; use a float dtype, or a value the dtype holds"
     )
+
+
+def array_of(value: Any, where: str, what: str, kinds: str = "biuf",
+             holds: str = "real numbers") -> Any:
+    """The raw array behind ``value`` (a Tensor, a device array or host array-like; lists
+    become NumPy arrays, device arrays stay on their device), checked to hold ``kinds`` (NumPy
+    dtype kinds: real numbers by default). A TypeError naming ``where`` and ``what`` for a
+    string, an object or ragged array, or a dtype outside ``kinds`` (NumPy would fail deep
+    inside, or drop a complex value's imaginary part)."""
+    raw = value._data if isinstance(value, Tensor) else value
+    if get_array_module(raw) is np:
+        try:
+            raw = np.asarray(raw)
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}: {what} must be a Tensor or an array of {holds}, got a "
+                            f"{type(value).__name__} that is not one") from None
+    if raw.dtype.kind not in kinds:
+        raise TypeError(f"{where}: {what} must hold {holds}, got {type(value).__name__} of "
+                        f"dtype {raw.dtype}")
+    return raw

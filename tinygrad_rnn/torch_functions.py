@@ -160,5 +160,44 @@ class _Cuda:
 
 
 cuda = _Cuda()
-__all__.append("cuda")
+
+
+class _Namespace:
+    """A plain namespace of attributes (for torch's ``backends`` and ``accelerator``)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        self.__dict__.update(attrs)
+
+
+#: ``torch.backends``: programs ask ``torch.backends.mps.is_available()`` or set
+#: ``torch.backends.cudnn.deterministic``; there is no MPS device, and the cuDNN flags are
+#: recorded and change nothing (the 'cuda' device runs CuPy, which is deterministic here).
+backends = _Namespace(
+    mps=_Namespace(is_available=lambda: False, is_built=lambda: False),
+    cudnn=_Namespace(deterministic=False, benchmark=False, enabled=True,
+                     is_available=lambda: False),
+)
+
+
+def _current_accelerator() -> Any:
+    return device("cuda") if cuda.is_available() else None
+
+
+#: ``torch.accelerator``: the 'cuda' device when CuPy and a GPU are there, else none.
+accelerator = _Namespace(is_available=lambda: cuda.is_available(),
+                         current_accelerator=_current_accelerator)
+
+
+def set_default_device(target: Any) -> None:
+    """torch's ``set_default_device``: only the CPU can be the default here (tensors are made
+    on the CPU unless a ``device=`` is given); another device is a ValueError that says so,
+    rather than tensors silently staying on the CPU."""
+    if target is None or device(target).type == "cpu":
+        return
+    raise ValueError(f"set_default_device: only 'cpu' can be the default device here, got "
+                     f"{target!r}; pass device={str(target)!r} where tensors are made, or "
+                     f"move them with .to({str(target)!r})")
+
+
+__all__ += ["cuda", "backends", "accelerator", "set_default_device"]
 _ = (device, get_default_dtype, set_default_dtype)

@@ -43,7 +43,7 @@ import numpy as np
 from ..backend import get_array_module, is_float_dtype, to_device
 from ..engine import no_grad
 from ..random import get_generator
-from ..tensor import Tensor
+from ..tensor import Tensor, array_of
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
@@ -134,16 +134,7 @@ def _count(value: Any, name: str, fn: str) -> int:
 def _matrix64(w: Any, fn: str) -> Any:
     """A float64 copy of a matrix of real numbers, with errors naming ``fn`` for strings,
     objects and complex values (NumPy would fail, or drop the imaginary part)."""
-    raw = _raw(w)
-    if get_array_module(raw) is np:
-        try:
-            raw = np.asarray(raw)
-        except (TypeError, ValueError):
-            raise TypeError(f"{fn}: w must be a Tensor or an array of real numbers, got a "
-                            f"{type(w).__name__}") from None
-    if raw.dtype.kind not in "biuf":
-        raise TypeError(f"{fn}: w must hold real numbers, got dtype {raw.dtype}")
-    return _float64_copy(raw)
+    return _float64_copy(array_of(w, fn, "w"))
 
 
 def _raw(t: Any) -> Any:

@@ -28,7 +28,7 @@ from ..backend import (
     DEFAULT_FLOAT, get_array_module, get_default_dtype, is_float_dtype, to_device,
 )
 from ..random import get_generator
-from ..tensor import Tensor
+from ..tensor import Tensor, array_of
 from . import init
 from .module import Module, Parameter
 
@@ -164,17 +164,8 @@ def check_ids(owner: str, name: str, ids: Any, size: int,
     """Refuse token ids that are not integers (TypeError) or lie outside [0, ``size``)
     (IndexError naming the first offending id, its position and ``size``), each naming
     ``owner`` and ``name``. ``ids`` is a Tensor, a device array or host array-like."""
-    raw = ids._data if isinstance(ids, Tensor) else ids
-    if get_array_module(raw) is np:
-        try:
-            raw = np.asarray(raw)
-        except (TypeError, ValueError):
-            raise TypeError(f"{owner}: {name} must be integer ids, got a "
-                            f"{type(ids).__name__} that is not an array") from None
-    if raw.dtype.kind not in "iu":
-        raise TypeError(f"{owner}: {name} must be integer ids, got {type(ids).__name__} of "
-                        f"dtype {raw.dtype} (convert whole-number ids with "
-                        f".astype(np.int64))")
+    raw = array_of(ids, owner, name, kinds="iu",
+                   holds="integer ids (convert whole-number ids with .astype(np.int64))")
     bad = (raw < 0) | (raw >= size)
     xp = get_array_module(raw)
     if bool(xp.any(bad)):  # one device-to-host copy of a flag; the position only on error
