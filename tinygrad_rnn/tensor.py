@@ -388,8 +388,15 @@ class Tensor:
     # ---------------------------------------------------------------- conversion
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (shares memory on the CPU; an explicit copy from a
-        device)."""
-        return to_device(self._data, "cpu")
+        device).
+
+        For a tensor that requires a gradient the array is read-only: a write into it would
+        bypass the version counter and silently change what backward computes (torch
+        refuses ``numpy()`` on such a tensor altogether). Write through the tensor
+        (``with tr.no_grad(): x[0] = 9``), or take ``x.detach().numpy()`` for an array you
+        may change."""
+        arr = to_device(self._data, "cpu")
+        return _read_only(arr) if self._requires_grad else arr
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """``np.asarray(t)`` for a CPU tensor; a TypeError for a device tensor, whose data
@@ -400,7 +407,9 @@ class Tensor:
                 f"copy it to the host explicitly with .numpy() or .cpu()"
             )
         arr = np.asarray(self._data, dtype=dtype)
-        return arr.copy() if copy else arr
+        if copy:
+            return arr.copy()
+        return _read_only(arr) if self._requires_grad else arr  # (as numpy())
 
     def to(self, device: Any = None, dtype: Any = None, non_blocking: bool = False,
            copy: bool = False) -> "Tensor":
@@ -464,6 +473,16 @@ class Tensor:
         t._version = self._version
         return t
 
+    def detach_(self) -> "Tensor":
+        """Cut this tensor from the graph in place (torch's ``detach_``): from now on it is
+        a leaf that does not require a gradient; nodes that used it before keep their path
+        to its old place in the graph."""
+        if self._ctx is None:
+            self._requires_grad = False
+            return self
+        self._rebase(Tensor._wrap(self._data))
+        return self
+
     def clone(self) -> "Tensor":
         """A differentiable copy (gradient flows back to this tensor)."""
         return _Copy.apply(self)
@@ -501,6 +520,8 @@ class Tensor:
             return f"tinygrad_rnn.{_TYPE_NAMES.get(self.dtype, str(self.dtype))}"
         if isinstance(dtype, str) and dtype.rsplit(".", 1)[-1] in _NAMED_TYPES:
             dtype = _NAMED_TYPES[dtype.rsplit(".", 1)[-1]]
+        elif callable(dtype) and getattr(dtype, "__name__", None) in _NAMED_TYPES:
+            dtype = _NAMED_TYPES[dtype.__name__]  # x.type(torch.FloatTensor)
         return self.astype(check_dtype("type", dtype))
 
     def type_as(self, other: "Tensor") -> "Tensor":
@@ -940,6 +961,35 @@ class Tensor:
         return self._raw_write("clip_", lambda: xp.clip(self._data, lo, hi, out=self._data))
 
     clamp_ = clip_
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
+        """Fill with samples of U(a, b), in place, from ``generator`` (a seed, a NumPy or a
+        tinygrad_rnn Generator; the package's default generator when None). Drawn on the
+        host, as every random number here, then copied to the tensor's device."""
+        self._check_float("uniform_")
+        u = _generator("uniform_", generator).uniform(float(a), float(b), size=self.shape)
+        return self.copy_(u.astype(self.dtype))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *,
+                generator: Any = None) -> "Tensor":
+        """Fill with samples of N(mean, std^2), in place (see :meth:`uniform_`)."""
+        self._check_float("normal_")
+        z = _generator("normal_", generator).normal(float(mean), float(std), size=self.shape)
+        return self.copy_(z.astype(self.dtype))
+
+    def _check_float(self, op: str) -> None:
+        if not is_float_dtype(self.dtype):
+            raise TypeError(f"{op}: fills a floating-point tensor, got dtype {self.dtype}")
+
+    def flip(self, *dims: Any) -> "Tensor":
+        """The entries in reverse order along ``dims`` (a copy, as torch's ``flip``)."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        axes = {_check_axis("flip", _int_arg("flip", "dims", d), self.ndim, self.shape)
+                for d in dims}
+        index = tuple(slice(None, None, -1) if k in axes else slice(None)
+                      for k in range(self.ndim))
+        return self[index].clone()
 
     def masked_fill_(self, mask: Any, value: float) -> "Tensor":
         """Set the entries where ``mask`` is True to ``value``, in place (recorded on a
@@ -1797,6 +1847,13 @@ def _index(index: Any, xp: Any = np) -> Any:
     return tuple(out)
 
 
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr`` (the tensor's own array keeps its flags)."""
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
 def _ufunc(name: str, t: Tensor) -> Callable:
     """The ufunc ``name`` of the array module of ``t``'s data."""
     return getattr(get_array_module(t._data), name)
@@ -2160,17 +2217,19 @@ def full(shape: Sequence[int], value: Any, dtype: Any = None,
     return _new(lambda xp: xp.full(shape, v, dtype=dtype), requires_grad, device, "full")
 
 
-def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    """Zeros with ``t``'s shape, dtype and device."""
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros with ``t``'s shape, dtype (unless given) and device."""
     _check_tensor("zeros_like", "t", t)
-    return _new(lambda xp: xp.zeros(t.shape, dtype=t.dtype), requires_grad, t.device,
+    dtype = t.dtype if dtype is None else check_dtype("zeros_like", dtype)
+    return _new(lambda xp: xp.zeros(t.shape, dtype=dtype), requires_grad, t.device,
                 "zeros_like")
 
 
-def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    """Ones with ``t``'s shape, dtype and device."""
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones with ``t``'s shape, dtype (unless given) and device."""
     _check_tensor("ones_like", "t", t)
-    return _new(lambda xp: xp.ones(t.shape, dtype=t.dtype), requires_grad, t.device,
+    dtype = t.dtype if dtype is None else check_dtype("ones_like", dtype)
+    return _new(lambda xp: xp.ones(t.shape, dtype=dtype), requires_grad, t.device,
                 "ones_like")
 
 

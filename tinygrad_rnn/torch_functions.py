@@ -26,7 +26,7 @@ __all__ = [
     "argsort", "gather", "index_select", "chunk", "unbind", "flatten", "squeeze",
     "unsqueeze", "transpose", "permute", "reshape", "clamp", "clip", "pow", "norm",
     "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "equal", "allclose",
-    "masked_fill", "t", "std", "var", "any", "all", "clone", "detach",
+    "masked_fill", "flip", "t", "std", "var", "any", "all", "clone", "detach",
 ]
 
 float32 = float = np.dtype(np.float32)  # noqa: A001  (torch's names)
@@ -104,6 +104,7 @@ var = _method("var")
 any = _method("any")  # noqa: A001
 all = _method("all")  # noqa: A001
 clone = _method("clone")
+flip = _method("flip")
 detach = _method("detach")
 
 
