@@ -198,6 +198,7 @@ def _topological_order(root: Context) -> list[Context]:
     order: list[Context] = []
     visited: set[int] = set()
     stack: list[tuple[Context, bool]] = [(root, False)]
+    rebased = REBASES.value != 0  # no recorded in-place write yet: no input has a history
     while stack:
         node, children_done = stack.pop()
         if children_done:
@@ -209,9 +210,15 @@ def _topological_order(root: Context) -> list[Context]:
             raise RuntimeError(_freed_graph_message(node, root))
         visited.add(id(node))
         stack.append((node, True))
+        if not rebased:
+            for t in node.inputs:
+                parent = t._ctx
+                if parent is not None and id(parent) not in visited:
+                    stack.append((parent, False))
+            continue
         needs = node.needs_input_grad
         for k, t in enumerate(node.inputs):
-            if not needs[k]:
+            if not needs[k]:  # (a stand-in for an earlier state may point anywhere)
                 continue
             if t._history is not None:
                 t = as_seen_by(t, node.clock)
@@ -227,6 +234,7 @@ class _Scopes(threading.local):
 
     def __init__(self) -> None:
         self.stack: list = []
+        self.labels: tuple = ()  # tuple(stack), kept up to date: one tuple per block, not op
 
 
 _SCOPES = _Scopes()
@@ -256,18 +264,22 @@ class record_scope:
         self.label = label
 
     def __enter__(self) -> "record_scope":
-        _SCOPES.stack.append(self.label)
+        scopes = _SCOPES
+        scopes.stack.append(self.label)
+        scopes.labels = tuple(scopes.stack)
         _ScopeCount.active += 1
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _SCOPES.stack.pop()
+        scopes = _SCOPES
+        scopes.stack.pop()
+        scopes.labels = tuple(scopes.stack)
         _ScopeCount.active -= 1
 
 
 def current_scope() -> tuple:
     """The labels of the open ``record_scope`` blocks of this thread (outermost first)."""
-    return tuple(_SCOPES.stack)
+    return _SCOPES.labels
 
 
 class _Clock:
@@ -507,6 +519,7 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
         return
 
     order = _topological_order(root._ctx)
+    rebased = REBASES.value != 0  # (see _topological_order)
     # node -> one _Accum (or None) per output; nodes are keyed by identity
     pending: dict[Context, list] = {root._ctx: [None] * root._ctx.n_outputs}
     pending[root._ctx][root._out_index] = _Accum(grad)
@@ -539,7 +552,7 @@ def run_backward(root: Any, grad: Any, retain_graph: bool = False) -> None:
             if g is None or not needs[k]:
                 continue
             t = inputs[k]
-            if t._history is not None:
+            if rebased and t._history is not None:
                 t = as_seen_by(t, node.clock)
             d = t._data
             # a gradient of its input's array type, shape and dtype needs no fitting

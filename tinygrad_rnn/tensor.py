@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import engine
-from .engine import _GRAD_MODE, REBASES, _ScopeCount, current_scope
+from .engine import _GRAD_MODE, _SCOPES, REBASES, _ScopeCount
 from .backend import (
     device_of, get_array_module, get_default_dtype, is_float_dtype, module_for_device,
     normalize_device, result_float_dtype, to_device,
@@ -299,9 +299,10 @@ class Tensor:
         return self
 
     @property
-    def shape(self) -> "Size":
-        """The shape, a :class:`Size` (a tuple), as torch's ``.shape``."""
-        return Size(self._data.shape)
+    def shape(self) -> tuple:
+        """The shape, a tuple of ints (``x.size()`` gives it as a :class:`Size`, torch's
+        tuple subclass; both compare equal to plain tuples)."""
+        return tuple(self._data.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -736,12 +737,12 @@ class Tensor:
             self._rebase(ViewOf.apply(base, steps=self._view_steps))
         self._gen = base._gen
 
-    def _mark_view(self, out: "Tensor", step: tuple) -> "Tensor":
+    def _mark_view(self, out: "Tensor", step: tuple, always: bool = False) -> "Tensor":
         """Record that ``out`` (made from this tensor by ``step``) is a view of this tensor's
-        memory, when it is one."""
+        memory, when it is one (``always``: the step always makes a view, no need to ask)."""
         o = out._data
         # (an empty array shares no memory with anything, but is still made by a view step)
-        if (o is self._data or o.size == 0
+        if (always or o is self._data or o.size == 0
                 or get_array_module(o).may_share_memory(o, self._data)):
             if self._base is None:
                 out._base, out._view_steps = self, (step,)
@@ -1093,7 +1094,7 @@ class Tensor:
         index = _index(index, get_array_module(self._data))
         out = GetItem.apply(self, index=index)
         if not _is_advanced(index):
-            self._mark_view(out, ("index", index))
+            self._mark_view(out, ("index", index), always=True)
         return out
 
     # ---------------------------------------------------------------- comparisons
@@ -1522,7 +1523,8 @@ class Tensor:
         out = Transpose.apply(self, axes=axes, op=op)
         if axes is None:
             axes = tuple(reversed(range(self.ndim)))
-        return self._mark_view(out, ("transpose", tuple(int(a) % self.ndim for a in axes)))
+        return self._mark_view(out, ("transpose", tuple(int(a) % self.ndim for a in axes)),
+                               always=True)
 
     def permute(self, *axes: Any, dims: Any = None) -> "Tensor":
         """The permutation ``axes`` (every axis once): ``t.permute(2, 0, 1)`` or
@@ -1567,7 +1569,8 @@ class Tensor:
         """A read-only view with ``shape`` (as torch's ``expand``: entries share memory, so an
         in-place write into the result is refused)."""
         shape = tuple(shape)
-        return self._mark_view(BroadcastTo.apply(self, shape=shape), ("expand", shape))
+        return self._mark_view(BroadcastTo.apply(self, shape=shape), ("expand", shape),
+                               always=True)
 
     def expand(self, *shape: Any) -> "Tensor":
         """torch's ``expand``: ``x.expand(3, 4)`` or ``x.expand((3, 4))``; -1 keeps a size."""
@@ -2109,8 +2112,9 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
         # one array type means one device; only a mismatch pays for the full check
         # and all-float inputs need no dtype promotion: one loop tests both
         t0 = type(tensors[0]._data)
+        rebased = REBASES.value  # a view is stale only after some recorded in-place write
         for t in tensors:
-            if t._base is not None and t._gen != t._base._gen:
+            if rebased and t._base is not None and t._gen != t._base._gen:
                 t._refresh_view()  # its base was rebased by a recorded in-place write
             d = t._data
             if type(d) is not t0 or d.dtype.kind != "f":
@@ -2146,7 +2150,7 @@ def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
         if REBASES.value:
             ctx.clock = REBASES.value
         if _ScopeCount.active:
-            ctx.scope = current_scope()
+            ctx.scope = _SCOPES.labels  # engine.current_scope(), without the call
         ctx.n_outputs = len(outs)
         if multi:
             # what the engine needs to make a zero gradient for an output that gets none (a
