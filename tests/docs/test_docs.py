@@ -32,7 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 #: the pages of the documentation, in docs/index.md's reading order
-PAGES = ("engine", "activations", "softmax", "broadcasting", "gradcheck", "recurrent",
+PAGES = ("tutorial_1_tensors", "tutorial_2_first_rnn", "tutorial_3_bptt_by_hand",
+         "tutorial_4_vanishing", "tutorial_5_attention", "tutorial_6_check_your_op",
+         "engine", "activations", "softmax", "broadcasting", "gradcheck", "recurrent",
          "vanishing", "truncation", "attention", "performance", "devices", "layernorm")
 
 
