@@ -18,6 +18,9 @@ Subcommands
     ``lstm``) unrolled over ``--steps`` steps, on each engine, shaded by gradient norm
     (:func:`tinygrad_rnn.viz.graph`); .svg/.png/.pdf need Graphviz's ``dot``, .dot files
     need nothing.
+``notebooks``
+    Write ``notebooks/*.ipynb`` from the docs pages (``--execute`` stores their outputs from
+    a fresh kernel; ``--check`` exits 1 when one is out of date): :mod:`tinygrad_rnn.notebooks`.
 ``info``
     Versions, array backends, BLAS and thread settings, whether Graphviz's ``dot`` is found:
     what to paste into a bug report.
@@ -393,6 +396,42 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_notebooks(args: argparse.Namespace) -> int:
+    """Write (or with --check, only compare) notebooks/*.ipynb from the docs pages."""
+    from . import notebooks
+
+    root = _folder("docs").parent
+    if args.check:
+        if args.execute or args.pages:
+            raise UsageError("--check compares every notebook and runs none: use it alone")
+        problems = notebooks.check(root)
+        for line in problems:
+            print(line)
+        if problems:
+            print(f"regenerate them with `{notebooks.REGENERATE_COMMAND}` (needs pip install "
+                  f'-e ".[notebooks]")')
+            return 1
+        print(f"{len(notebooks.expected_cells(root))} notebooks are up to date")
+        return 0
+    needed = ("nbformat", "nbclient", "ipykernel") if args.execute else ("nbformat",)
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"needs {', '.join(missing)}: pip install -e \".[notebooks]\"")
+    only = [name.strip().removesuffix(".md") for name in args.pages.split(",")] \
+        if args.pages else None
+    known = [name.removesuffix(".ipynb") for name in notebooks.expected_cells(root)]
+    unknown = [name for name in only or () if name not in known]
+    if unknown:
+        raise UsageError(f"no notebook is made from {', '.join(unknown)}; pages with "
+                         f"notebooks: {', '.join(known)}")
+    start = time.perf_counter()
+    timings = notebooks.write(root, execute=args.execute, only=only)
+    if args.execute:
+        print(f"executed {len(timings)} notebooks in {sum(timings.values()):.1f} s of kernel "
+              f"time ({time.perf_counter() - start:.1f} s in all)")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from . import __version__
 
@@ -582,6 +621,26 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
                       help="random seed (default 0)")
 
+    books = sub.add_parser(
+        "notebooks", help="write notebooks/*.ipynb from the docs pages (source checkout)",
+        description="Turn every docs page in docs/index.md's reading order that has Python "
+                    "blocks into notebooks/PAGE.ipynb: prose as Markdown cells, each "
+                    "```python block as a code cell, after a Colab badge and a cell that "
+                    "installs tinygrad_rnn when it is missing. --execute runs each in a "
+                    "fresh kernel (in a temporary folder) and stores the outputs; it needs "
+                    "nbformat, nbclient and ipykernel: pip install -e \".[notebooks]\". "
+                    "--check needs nothing and exits 1 when a notebook is out of date.",
+        epilog="examples:\n  tinygrad-rnn notebooks --execute        # what is committed\n"
+               "  tinygrad-rnn notebooks --check\n"
+               "  tinygrad-rnn notebooks --execute --pages engine,tutorial_1_tensors",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    books.add_argument("--check", action="store_true",
+                       help="write nothing; list out-of-date notebooks, exit 1 if any")
+    books.add_argument("--execute", action="store_true",
+                       help="run each notebook in a fresh kernel and keep the outputs")
+    books.add_argument("--pages", metavar="A,B,...",
+                       help="only these pages (names without .md); default all")
+
     parser.set_defaults(commands=sub.choices)
     sub.add_parser("info", help="versions, backends, BLAS, threads, Graphviz",
                    description="Print versions (tinygrad_rnn, Python, NumPy, matplotlib, "
@@ -616,6 +675,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_bench(args, extra)
         if args.command == "graph":
             return _cmd_graph(args)
+        if args.command == "notebooks":
+            return _cmd_notebooks(args)
         return _cmd_info(args)
     except UsageError as err:
         print(f"tinygrad-rnn {args.command}: error: {err}", file=sys.stderr)
