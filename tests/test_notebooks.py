@@ -179,12 +179,10 @@ needs_kernel = pytest.mark.skipif(_can_execute() is not None, reason=str(_can_ex
 
 
 def _repository_files() -> set[str]:
-    """What a notebook might write into by accident: the repository's top level, notebooks/
-    and docs/ (recursively), as relative paths."""
+    """Where a page's relative writes would land if the kernel ran in the wrong folder: the
+    repository's top level and notebooks/ (recursively), as relative paths."""
     names = {p.name for p in ROOT.iterdir()}
-    for folder in (FOLDER, DOCS):
-        names |= {p.relative_to(ROOT).as_posix() for p in folder.rglob("*")
-                  if "__pycache__" not in p.parts}
+    names |= {p.relative_to(ROOT).as_posix() for p in FOLDER.rglob("*")}
     return names
 
 
