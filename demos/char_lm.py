@@ -4,7 +4,7 @@ LSTM at two temperatures, and writes a figure of the recurrent models' train and
 perplexity.
 
 Run:  python demos/char_lm.py [--quick] [--out DIR] [--seed N] [--epochs E] [--max-chars N]
-                              [--device {cpu,cuda,standin}]
+                              [--device {cpu,cuda,standin}] [--no-progress]
 
 The corpus ships with Python (``pydoc_data.topics``, about 0.5 MB of English): no download.
 It is split contiguously into train / valid / test (80/10/10). Trained and evaluated on it:
@@ -17,7 +17,11 @@ It is split contiguously into train / valid / test (80/10/10). Trained and evalu
 Every model is scored by the same evaluation (``tr.lm.evaluate_perplexity``: the exp of the
 mean negative log-likelihood in nats per character, equal to 2 ** bits per character).
 Printed: one perplexity table on the test split, and samples from the LSTM at two
-temperatures. Figures: train and validation perplexity of the recurrent models.
+temperatures. Figures: train and validation perplexity of the recurrent models (one colour
+per model: train solid, validation dashed).
+
+Progress bars are shown only when stderr is a terminal; --no-progress or
+TINYGRAD_RNN_PROGRESS=0 turns them off there too.
 
 --device runs the neural models on 'cpu' (the default), 'cuda' (a GPU through CuPy) or
 'standin' (the test device: NumPy under CuPy's rules, so its numbers equal the CPU's); the
@@ -39,7 +43,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
-from tinygrad_rnn.cli import out_folder, run_demo, whole_number  # noqa: E402
+from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number  # noqa: E402
 from tinygrad_rnn import viz  # noqa: E402
 from tinygrad_rnn.bptt.truncation import chunked  # noqa: E402
 from tinygrad_rnn.data import char_corpus, lm_stream  # noqa: E402
@@ -79,7 +83,8 @@ def train_ffnn(corpus, args: argparse.Namespace, rng: np.random.Generator,
         return F.cross_entropy(model(contexts[idx]), targets[idx])
 
     t0 = time.time()
-    tr.training.fit(step, args.ffnn_steps, opt, clip=1.0, desc="feed-forward LM")
+    tr.training.fit(step, args.ffnn_steps, opt, clip=1.0, desc="feed-forward LM",
+                    progress=progress_enabled(args.no_progress))
     model.eval()
     ppl = evaluate_perplexity(model.token_log_probs, test_ids)
     return ("feed-forward (5 chars)", ppl, model.num_parameters(), time.time() - t0)
@@ -110,7 +115,8 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
     result = tr.training.train_stream(
         model, x, loss_fn, opt, chunked(args.bptt), epochs=args.epochs, clip=1.0,
         callback=callback, validate=validate, val_every=args.val_every, time_axis=1,
-        desc=f"{cell.upper()} LM, TBPTT({args.bptt})")
+        desc=f"{cell.upper()} LM, TBPTT({args.bptt})",
+        progress=progress_enabled(args.no_progress))
     for step, val in result.val_losses:
         lo = max(0, step - args.val_every)
         train_ppl.append(float(np.exp(np.mean(window_losses[lo:step]))))
@@ -121,6 +127,18 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
     elapsed = time.time() - t0
     name = f"{CELL_NAMES[cell]} (H={args.hidden})"
     return (name, ppl, model.num_parameters(), elapsed), model, (val_x, train_ppl, val_ppl)
+
+
+def plot_curves(curves: dict, args: argparse.Namespace) -> None:
+    """The figure: ``curves`` maps a model to (updates, train perplexities, validation
+    perplexities); one colour per model, train solid, validation dashed."""
+    viz.plot_train_valid_curves(
+        curves, xlabel="update (Adam steps)", ylabel="perplexity per character", logy=True,
+        title="Character LMs: train and validation perplexity",
+        note=(f"train: mean over the {args.val_every} updates before each point, while the "
+              f"weights were still improving; validation: the weights at the point. That is "
+              f"why train can lie above validation."),
+        path=os.path.join(args.out, "perplexity_curves.png"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "default 300,000 quick, all full)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the neural models run (default cpu); cuda needs CuPy and a GPU")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
+                        "off anyway when stderr is not a terminal)")
     return p
 
 
@@ -179,16 +200,12 @@ def run(args: argparse.Namespace) -> dict:
 
     rows = ngram_rows(corpus, test_ids)
     rows.append(train_ffnn(corpus, args, rng, test_ids))
-    curves_train, curves_val, xs, curves = {}, {}, {}, {}
+    curves = {}
     lstm = None
     for i, cell in enumerate(("rnn", "gru", "lstm")):
         row, model, (vx, tp, vp) = train_rnn(cell, corpus, args, args.seed + 10 + i,
                                               valid_ids, test_ids)
         rows.append(row)
-        curves_train[f"{row[0]} train"] = tp
-        curves_val[f"{row[0]} valid"] = vp
-        xs[f"{row[0]} train"] = vx
-        xs[f"{row[0]} valid"] = vx
         curves[row[0]] = (vx, tp, vp)
         if cell == "lstm":
             lstm = model
@@ -198,10 +215,7 @@ def run(args: argparse.Namespace) -> dict:
     for name, ppl, n_params, secs in rows:
         print(f"{name:<24}{ppl:>11.3f}{np.log2(ppl):>10.3f}{n_params:>12,}{secs:>9.1f}")
 
-    viz.plot_learning_curves({**curves_train, **curves_val}, x=xs, xlabel="update",
-                             ylabel="perplexity per character", logy=True,
-                             title="Character LMs: train and validation perplexity",
-                             path=os.path.join(args.out, "perplexity_curves.png"))
+    plot_curves(curves, args)
 
     prompt = "The "
     prompt_ids = corpus.vocab.encode(list(prompt))
@@ -210,7 +224,7 @@ def run(args: argparse.Namespace) -> dict:
     for temperature in (0.5, 1.0):
         ids = tr.lm.generate(lstm, prompt_ids, 160, strategy="sample", temperature=temperature,
                              generator=args.seed)
-        text = prompt + "".join(corpus.vocab.decode(ids))
+        text = prompt + corpus.vocab.decode(ids, as_string=True)
         samples[temperature] = text
         print(f"  temperature {temperature}: {text!r}")
     print(f"\nFigure written to {args.out}/ in {time.time() - t_start:.0f} s")

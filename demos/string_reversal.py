@@ -3,7 +3,7 @@ Bahdanau attention. Prints the held-out exact-match accuracy of both models by s
 and writes figures of the accuracy against length, the learning curves and attention heatmaps.
 
 Run:  python demos/string_reversal.py [--quick] [--out DIR] [--seed N] [--steps N]
-                                      [--device {cpu,cuda,standin}]
+                                      [--device {cpu,cuda,standin}] [--no-progress]
 
 The task (tinygrad_rnn.data.reversal): the source is random letters a-h with noise symbols
 '#' and '*' mixed in, the target is the letters reversed with the noise dropped. Two models
@@ -44,7 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
-from tinygrad_rnn.cli import out_folder, run_demo, whole_number  # noqa: E402
+from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number  # noqa: E402
 from tinygrad_rnn import decoding, viz  # noqa: E402
 from tinygrad_rnn.data import reversal_examples, reversal_task  # noqa: E402
 
@@ -66,8 +66,9 @@ def build(decoder: str, vocab_size: int, cfg: dict, seed: int) -> tr.nn.Seq2Seq:
                          bidirectional=True, decoder=decoder, generator=seed)
 
 
-def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str) -> list:
-    """Adam with clipping; returns the loss of every update."""
+def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str,
+          progress: bool = False) -> list:
+    """Adam with clipping; returns the loss of every update (``progress``: show a bar)."""
     rng = np.random.default_rng(seed)
     opt = tr.optim.Adam(model.parameters(), lr=cfg["lr"])
     # one decay step: the learning rate drops to 30% after 60% of the updates (after the
@@ -86,7 +87,7 @@ def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str) -
         sched.step()
 
     result = tr.training.fit(step_fn, cfg["steps"], opt, clip=1.0, callback=after,
-                             desc=desc, progress=sys.stderr.isatty())
+                             desc=desc, progress=progress)
     return result.losses
 
 
@@ -128,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "without); a small number makes a fast smoke test")
     parser.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                         help="where the models run (default cpu); cuda needs CuPy and a GPU")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they "
+                             "are off anyway when stderr is not a terminal)")
     return parser
 
 
@@ -167,7 +171,8 @@ def run(args: argparse.Namespace) -> dict:
     for name, decoder in MODELS:
         model = build(decoder, V, cfg, args.seed).to(args.device)
         t = time.perf_counter()
-        losses = train(model, task, cfg, args.seed, name)
+        losses = train(model, task, cfg, args.seed, name,
+                       progress=progress_enabled(args.no_progress))
         print(f"{name:13s} ({decoder}): {cfg['steps']} updates in "
               f"{time.perf_counter() - t:.0f} s, final loss {np.mean(losses[-20:]):.4f}")
         models[name], curves[name] = model, losses

@@ -4,7 +4,7 @@ GRU and an LSTM, then trains an LSTM and a tanh RNN on the adding problem; print
 and writes the figures.
 
 Run:  python demos/vanishing_gradients.py [--quick] [--out DIR] [--seed N]
-                                            [--device {cpu,cuda,standin}]
+                                            [--device {cpu,cuda,standin}] [--no-progress]
 
 Part 1, gradients at initialisation. For Elman tanh RNNs whose W_hh is a random orthogonal
 matrix scaled to spectral radius rho (so sigma_max(W_hh) = rho too), an Elman ReLU RNN, a GRU
@@ -17,7 +17,12 @@ norms stay under the bound ||dL/dh_T|| (sigma_max * max tanh')^(T - t) of Pascan
 Part 2, the adding problem (T = 100; 50 with --quick): an LSTM and a tanh Elman RNN trained
 with the same budget. Printed: test MSE of each against the 0.167 of always predicting 1.
 
-Figures (PNG and SVG) go to --out (default out/vanishing_gradients).
+Figures (PNG and SVG) go to --out (default out/vanishing_gradients). The two heatmaps of
+||dL/dh_t|| during training (LSTM and Elman) share one colour scale, so one colour is one norm
+in both; white cells are norms that are exactly 0 (underflow), which a log scale cannot show.
+
+Progress bars are shown only when stderr is a terminal; --no-progress or
+TINYGRAD_RNN_PROGRESS=0 turns them off there too.
 
 --device runs the networks on 'cpu' (the default), 'cuda' (a GPU through CuPy) or 'standin'
 (the test device: NumPy under CuPy's rules, so its numbers equal the CPU's). The data are
@@ -39,7 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import tinygrad_rnn as tr  # noqa: E402
-from tinygrad_rnn.cli import out_folder, run_demo, whole_number  # noqa: E402
+from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number  # noqa: E402
 from tinygrad_rnn import monitor as mon  # noqa: E402
 from tinygrad_rnn import viz  # noqa: E402
 from tinygrad_rnn.data import AddingBaseline, adding_problem  # noqa: E402
@@ -94,7 +99,7 @@ def part1(args: argparse.Namespace, rng: np.random.Generator) -> tuple[list[dict
     for label, kind, rho in models:
         model = Regressor(kind, H, rng, rho).to(args.device)
         norms = measure_norms(model, x, y)
-        by_distance = norms[::-1]  # entry d = ||dL/dh_{T-1-d}||
+        by_distance = norms[::-1]  # entry d = ||dL/dh_{T-1-d}||: d = 0 is the last step
         curves[label] = by_distance
         row = {"model": label, "rho": np.nan, "sigma": np.nan, "bound": ""}
         if kind in ("tanh", "relu"):
@@ -119,7 +124,7 @@ def part1(args: argparse.Namespace, rng: np.random.Generator) -> tuple[list[dict
         row["horizon"] = mon.gradient_horizon(norms, 1e-2)
         rows.append(row)
     viz.plot_norms_vs_distance(curves, bounds, title=f"||dL/dh_t|| at initialisation (T={T}, "
-                               f"H={H}); dashed: Pascanu et al. bound",
+                               f"H={H}); dotted: Pascanu et al. bound",
                                path=os.path.join(args.out, "norms_vs_distance.png"))
     viz.plot_norms_vs_distance(curves, bounds,
                                path=os.path.join(args.out, "norms_vs_distance.svg"))
@@ -135,7 +140,8 @@ def part1(args: argparse.Namespace, rng: np.random.Generator) -> tuple[list[dict
         horizons.append(mon.gradient_horizon(norms, 1e-2))
     viz.plot_spectral_sweep(radii, {"fitted decay rate per step": rates,
                                     "rho (the bound's base)": radii},
-                            ylabel="rate", title="tanh RNN: decay rate vs spectral radius",
+                            ylabel="decay rate (factor per step)",
+                            title="tanh RNN: decay rate vs spectral radius",
                             path=os.path.join(args.out, "spectral_sweep.png"))
     return rows, {"radii": radii, "rates": rates, "horizons": horizons}
 
@@ -166,7 +172,8 @@ def train_adding(kind: str, args: argparse.Namespace, seed: int) -> tuple[list, 
 
     result = tr.training.fit(step, args.steps, opt, clip=1.0, monitor=monitor,
                              validate=validate, val_every=args.val_every,
-                             desc=f"adding T={T} {kind}")
+                             desc=f"adding T={T} {kind}",
+                             progress=progress_enabled(args.no_progress))
     with tr.no_grad():
         test = F.mse_loss(model(x_test), y_test).item()
     return result.losses, result.val_losses, test, monitor.state_norms()
@@ -185,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed (>= 0) of the data and the initial weights (default 0)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the networks run (default cpu); cuda needs CuPy and a GPU")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
+                        "off anyway when stderr is not a terminal)")
     return p
 
 
@@ -234,13 +244,18 @@ def run(args: argparse.Namespace) -> dict:
         xs[label] = [s for s, _ in val]
         heat[label] = norms
         print(f"  {label:<11} test MSE {test:.4f}")
-    viz.plot_learning_curves(curves, x=xs, ylabel="validation MSE", logy=True,
+    viz.plot_learning_curves(curves, x=xs, xlabel="update (Adam steps)",
+                             ylabel="validation MSE", logy=True,
                              hline=AddingBaseline, hline_label="predict 1 (0.167)",
                              title=f"Adding problem, T={args.T}",
                              path=os.path.join(args.out, "adding_learning_curves.png"))
+    vmin, vmax = viz.shared_log_limits(*heat.values())  # one colour scale for both
     for label, norms in heat.items():
         slug = label.split()[0].lower()
-        viz.plot_state_grad_heatmap(norms, title=f"{label}: ||dL/dh_t|| during training",
+        other = next(name for name in heat if name != label)
+        viz.plot_state_grad_heatmap(norms, title=f"{label}: ||dL/dh_t|| during training "
+                                    f"(T={args.T})\nsame colour scale as the {other} heatmap",
+                                    vmin=vmin, vmax=vmax,
                                     path=os.path.join(args.out, f"heatmap_{slug}.png"))
     print(f"\nFigures written to {args.out}/ in {time.time() - t0:.0f} s")
     return {"part1": rows, "sweep": sweep, "adding": adding}

@@ -62,7 +62,7 @@ def test_version(capsys: pytest.CaptureFixture) -> None:
     assert code == 0 and out.strip() == f"tinygrad_rnn {tr.__version__}"
 
 
-@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["info", "--bogus"],
+@pytest.mark.parametrize("argv", [["frobnicate"], ["info", "--bogus"], ["--bogus"],
                                   ["gradcheck", "--examples", "0"],
                                   ["gradcheck", "--examples", "many"],
                                   ["gradcheck", "--seed", "-1"],
@@ -72,6 +72,101 @@ def test_bad_arguments_exit_2_with_a_message(capsys: pytest.CaptureFixture,
     code, _, err = run(capsys, *argv)
     assert code == 2
     assert "error:" in err and "usage: tinygrad-rnn" in err
+
+
+def test_bare_command_prints_the_help_and_exits_0(capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run(capsys)
+    assert code == 0 and err == ""
+    assert out == run(capsys, "--help")[1]  # the same text as --help
+    assert out.startswith("usage: tinygrad-rnn") and "examples:" in out
+
+
+def test_bare_python_dash_m_prints_the_help_in_a_subprocess() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    proc = subprocess.run([sys.executable, "-m", "tinygrad_rnn"], cwd=str(ROOT), env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: tinygrad-rnn") and "COMMAND" in proc.stdout
+
+
+# ----------------------------------------------------------------------- progress bars
+class _Stream:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize("value, tty, expected", [
+    (None, True, True), (None, False, False),      # unset: a terminal only
+    ("", True, True), ("0", True, False), ("off", True, False), ("False", True, False),
+    ("1", False, True), ("yes", False, True), (" ON ", False, True),
+])
+def test_progress_enabled_follows_the_environment_then_the_terminal(
+        monkeypatch: pytest.MonkeyPatch, value: str | None, tty: bool, expected: bool) -> None:
+    if value is None:
+        monkeypatch.delenv(cli.PROGRESS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(cli.PROGRESS_ENV, value)
+    assert cli.progress_enabled(stream=_Stream(tty)) is expected
+    assert cli.progress_enabled(True, stream=_Stream(tty)) is False  # --no-progress wins
+
+
+def test_progress_enabled_refuses_an_unknown_value_by_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cli.PROGRESS_ENV, "maybe")
+    with pytest.raises(ValueError, match="TINYGRAD_RNN_PROGRESS='maybe' is not understood"):
+        cli.progress_enabled(stream=_Stream(True))
+
+
+def test_progress_is_off_for_a_stream_without_isatty_or_a_closed_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cli.PROGRESS_ENV, raising=False)
+    assert cli.progress_enabled(stream=object()) is False
+
+    class Closed:
+        def isatty(self) -> bool:
+            raise ValueError("I/O operation on closed file")
+
+    assert cli.progress_enabled(stream=Closed()) is False
+
+
+@pytest.mark.parametrize("demo", ["vanishing_gradients", "char_lm", "string_reversal"])
+def test_training_demos_take_no_progress_and_pass_it_to_training(
+        demo: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = ROOT / "demos" / f"{demo}.py"
+    assert "--no-progress" in cli.demo_options(path)
+    module = cli._load_script(path, "_test_progress_")
+    assert module.parse_args(["--no-progress"]).no_progress is True
+    assert module.parse_args([]).no_progress is False
+    # the demo's progress bars are driven by progress_enabled(args.no_progress)
+    assert "progress_enabled(args.no_progress)" in path.read_text(encoding="utf-8")
+
+
+def test_demo_passes_no_progress_on_or_notes_it_is_ignored(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(cli, "_call_main",
+                        lambda fn, argv, prog: calls.append(argv) or 0)
+    code, _, err = run(capsys, "demo", "char_lm", "--no-progress", "--quick")
+    assert code == 0 and calls[-1] == ["--quick", "--no-progress"] and err == ""
+    code, _, err = run(capsys, "demo", "quickstart", "--no-progress")
+    assert code == 0 and calls[-1] == []
+    assert "demo 'quickstart' has no --no-progress option; ignored" in err
+
+
+def test_a_demo_run_into_a_pipe_writes_no_progress_bars(tmp_path: Path) -> None:
+    """Not a terminal: no carriage-return bar updates in stderr (they flooded logs)."""
+    env = dict(os.environ, MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1")
+    env.pop(cli.PROGRESS_ENV, None)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, str(ROOT / "demos" / "string_reversal.py"),
+                           "--quick", "--steps", "3", "--out", str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "\r" not in proc.stderr and "it/s" not in proc.stderr, proc.stderr[-500:]
 
 
 # ----------------------------------------------------------------------------- info
@@ -160,7 +255,7 @@ def test_demo_vanishing_gradients_gets_quick_out_and_seed(capsys: pytest.Capture
 
 def test_demo_options_are_read_from_argparse_calls() -> None:
     assert cli.demo_options(ROOT / "demos" / "vanishing_gradients.py") == {
-        "--quick", "--out", "--seed", "--device"}
+        "--quick", "--out", "--seed", "--device", "--no-progress"}
     assert cli.demo_options(ROOT / "demos" / "quickstart.py") == {"--seed", "--device"}
 
 

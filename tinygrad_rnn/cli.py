@@ -25,6 +25,12 @@ Subcommands
     Versions, array backends, BLAS and thread settings, whether Graphviz's ``dot`` is found:
     what to paste into a bug report.
 
+``tinygrad-rnn`` with no command prints this help and exits 0, like ``--help``.
+
+Progress bars (the training demos'): off with ``--no-progress`` or with the environment
+variable ``TINYGRAD_RNN_PROGRESS=0``, forced on with ``TINYGRAD_RNN_PROGRESS=1``; by default
+they are shown only when stderr is a terminal, so logs and pipes get no bar updates.
+
 Exit codes: 0 success, 1 a failed check or demo, 2 a usage error (argparse's convention: bad
 arguments, an unknown demo, a folder that only exists in a source checkout).
 """
@@ -42,7 +48,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
-__all__ = ["main", "build_parser", "source_root", "available_demos", "demo_options"]
+__all__ = ["main", "build_parser", "source_root", "available_demos", "demo_options",
+           "progress_enabled"]
 
 EPILOG = """\
 examples:
@@ -66,6 +73,9 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 OPTIONAL_PACKAGES = ("numpy", "matplotlib", "tqdm", "hypothesis", "torch", "cupy")
 DEFAULT_EXAMPLES = 50
+PROGRESS_ENV = "TINYGRAD_RNN_PROGRESS"
+_ON_WORDS = ("1", "true", "yes", "on")
+_OFF_WORDS = ("0", "false", "no", "off")
 
 
 class UsageError(Exception):
@@ -180,7 +190,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     given = (("--quick", [] if args.quick else None),
              ("--out", [args.out] if args.out is not None else None),
              ("--seed", [str(args.seed)] if args.seed is not None else None),
-             ("--device", [args.device] if args.device is not None else None))
+             ("--device", [args.device] if args.device is not None else None),
+             ("--no-progress", [] if args.no_progress else None))
     for flag, value in given:
         if value is None:
             continue
@@ -505,6 +516,35 @@ def out_folder(text: str) -> str:
     return text
 
 
+def progress_enabled(no_progress: bool = False, stream: Any = None) -> bool:
+    """Whether to show progress bars: the demos' ``--no-progress`` switch, then the
+    environment variable ``TINYGRAD_RNN_PROGRESS``, then whether ``stream`` (default
+    ``sys.stderr``, where tqdm writes) is a terminal.
+
+    ``no_progress=True`` always turns them off. ``TINYGRAD_RNN_PROGRESS`` set to 0, false,
+    no or off (any case) turns them off, and 1, true, yes or on turns them on even into a
+    file or pipe; any other non-empty value is a ValueError naming the variable. Unset or
+    empty, bars are shown only on a terminal, so a log file gets no carriage-return updates.
+    """
+    if no_progress:
+        return False
+    value = os.environ.get(PROGRESS_ENV, "").strip().lower()
+    if value in _OFF_WORDS:
+        return False
+    if value in _ON_WORDS:
+        return True
+    if value:
+        raise ValueError(f"environment variable {PROGRESS_ENV}={os.environ[PROGRESS_ENV]!r} "
+                         f"is not understood: use 0 (no progress bars) or 1 (always show "
+                         f"them), or unset it (bars on a terminal only)")
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
 def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namespace], Any]
              ) -> int:
     """A demo's ``main`` after parsing: check that ``args.device`` can be used, then
@@ -531,7 +571,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "check every op's gradient, benchmark, describe the installation.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tinygrad_rnn {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # not required: a bare `tinygrad-rnn` prints the help (main) instead of an error
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
         "demo", help="run a demo from the repository's demos/ folder",
@@ -550,6 +591,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--device", choices=("cpu", "cuda", "standin"),
                       help="where the demo's networks run (the demo's default: cpu); cuda "
                            "needs CuPy and a GPU, standin is the test device")
+    demo.add_argument("--no-progress", action="store_true",
+                      help=f"no progress bars (if the demo has them); {PROGRESS_ENV}=0 "
+                           f"does the same, and bars are off anyway when stderr is not a "
+                           f"terminal")
 
     grad = sub.add_parser(
         "gradcheck", help="float64 gradient checks of every op, cell and layer",
@@ -661,9 +706,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args, extra = parser.parse_known_args(argv)
         if extra and args.command != "bench":
-            args.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+            which = parser if args.command is None else args.commands[args.command]
+            which.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, --version, or a usage error (code 2)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if args.command is None:  # bare `tinygrad-rnn`: the help, as --help gives it
+        parser.print_help()
+        return 0
     if extra and extra[0] == "--":
         extra = extra[1:]
     try:

@@ -25,11 +25,19 @@ import numpy as np
 from .graph import BackwardRecord, Graph, graph, record_backward
 from .tensor import Tensor
 
-__all__ = ["plot_norms_vs_distance", "plot_state_grad_heatmap", "plot_spectral_sweep",
-           "plot_learning_curves", "plot_attention", "save_figure",
-           "graph", "Graph", "record_backward", "BackwardRecord"]
+__all__ = ["plot_norms_vs_distance", "plot_state_grad_heatmap", "shared_log_limits",
+           "plot_spectral_sweep", "plot_learning_curves", "plot_train_valid_curves",
+           "plot_attention", "save_figure", "graph", "Graph", "record_backward",
+           "BackwardRecord"]
 
 _FORMATS = (".png", ".svg")
+# one (colour, marker) per curve: tab10's colours, and a marker so that two curves that
+# overlap (or a reader who cannot tell the colours apart) can still be told apart
+_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+           "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">")
+ZERO_COLOR = "white"        # heatmap cells that are exactly 0 (a log scale has no colour)
+MISSING_COLOR = "0.75"      # heatmap cells that are NaN (no data, e.g. padding)
 
 
 def _pyplot() -> Any:
@@ -191,13 +199,17 @@ def plot_norms_vs_distance(curves: Mapping[str, Sequence[float]], bounds: Mappin
                            | None = None, title: str = "Gradient norm vs distance",
                            ylabel: str = r"$\|\partial L / \partial h_t\|$",
                            path: Any = None) -> Any:
-    """Norms against distance T - t on a log scale, one line per model; optional dashed
-    bound curves (e.g. Pascanu et al.'s) in the same colour as the model of the same name
-    (grey for a bound with no model of its name).
+    """Norms against the distance d from the last step on a log scale, one line per model;
+    optional dotted bound curves (e.g. Pascanu et al.'s) in the colour of the model of the
+    same name (grey for a bound with no model of its name).
 
-    ``curves[name]`` and ``bounds[name]`` are 1-D, indexed by distance (entry 0 at the last
-    step); they may differ in length. Entries a log axis cannot show (zero after underflow,
-    negative, NaN) are left out of the model curves.
+    ``curves[name]`` and ``bounds[name]`` are 1-D and indexed by distance: entry d belongs
+    to h_t with t = T - 1 - d for steps t = 0, ..., T - 1, so entry 0 is the last step
+    (where the loss is read) and d = 0 is a distance of zero steps. They may differ in
+    length. Entries a log axis cannot show (zero after underflow, negative, NaN) are left out
+    of the model curves. Each model gets its own colour and marker (markers staggered
+    along the line), so curves stay apart where they overlap; bounds are dotted and carry
+    no marker.
     """
     where = "plot_norms_vs_distance"
     ys = _named_series(curves, where, "curves")
@@ -206,17 +218,21 @@ def plot_norms_vs_distance(curves: Mapping[str, Sequence[float]], bounds: Mappin
     if path is not None:
         _check_path(path, where)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
     colors = {}
-    for name, y in ys.items():
+    for i, (name, y) in enumerate(ys.items()):
         d = np.arange(y.size)
         keep = y > 0
-        (line,) = ax.semilogy(d[keep], y[keep], label=name, lw=1.8)
+        color = _COLORS[i % len(_COLORS)]
+        every = max(len(ys), y.size // 8)  # >= one marker slot per curve: no two coincide
+        (line,) = ax.semilogy(d[keep], y[keep], label=name, lw=1.6, color=color,
+                              marker=_MARKERS[i % len(_MARKERS)], markersize=5,
+                              markevery=(i * every // len(ys), every))
         colors[name] = line.get_color()
     for name, b in bs.items():
-        ax.semilogy(np.arange(b.size), b, ls="--", lw=1.0, color=colors.get(name, "gray"),
+        ax.semilogy(np.arange(b.size), b, ls=":", lw=1.4, color=colors.get(name, "gray"),
                     label=f"bound: {name}")
-    ax.set_xlabel("distance T - t (steps back from the loss)")
+    ax.set_xlabel("distance d = T - 1 - t from the last step, where the loss is (steps)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -224,12 +240,45 @@ def plot_norms_vs_distance(curves: Mapping[str, Sequence[float]], bounds: Mappin
     return _finish(fig, path)
 
 
+def shared_log_limits(*norms: Any) -> tuple[float, float]:
+    """``(vmin, vmax)``: the smallest and largest positive finite entry over all ``norms``
+    (arrays of any shape), for heatmaps that must share one log colour scale.
+
+    ValueError when no array holds a positive finite entry (nothing a log scale can show).
+    """
+    where = "shared_log_limits"
+    if not norms:
+        raise ValueError(f"{where}: give at least one array of norms")
+    low, high = math.inf, -math.inf
+    for i, values in enumerate(norms):
+        z = _numbers(values, where, f"norms[{i}]")
+        pos = z[np.isfinite(z) & (z > 0)]
+        if pos.size:
+            low, high = min(low, float(pos.min())), max(high, float(pos.max()))
+    if not math.isfinite(low):
+        raise ValueError(f"{where}: no positive finite entry in any of the {len(norms)} "
+                         f"arrays: a log colour scale has nothing to show")
+    return low, high
+
+
 def plot_state_grad_heatmap(norms: Any, title: str = r"$\|\partial L/\partial h_t\|$ over training",
+                            vmin: float | None = None, vmax: float | None = None,
                             path: Any = None) -> Any:
-    """Heatmap of ||dL/dh_t|| with training steps on the y axis and time t on the x axis
-    (log colour scale). ``norms`` is 2-D (steps, T), as :meth:`GradientMonitor.state_norms`;
-    cells that are zero or NaN (padding) are left blank."""
+    """Heatmap of ||dL/dh_t|| with training updates on the y axis and time t on the x axis
+    (log colour scale). ``norms`` is 2-D (updates, T), as :meth:`GradientMonitor.state_norms`.
+
+    ``vmin`` and ``vmax`` fix the colour scale (both positive, ``vmin < vmax``); give two
+    heatmaps the same limits, e.g. from :func:`shared_log_limits`, so that one colour means
+    one norm in both. Left as None, each comes from the data (its smallest or largest
+    positive finite entry); entries outside the given limits take the end colours, and the
+    colour bar shows an arrow at that end.
+
+    A log scale has no colour for 0: cells that are exactly 0 (the gradient underflowed to
+    zero, e.g. below float32's smallest subnormal, about 1.4e-45) are drawn white, and NaN
+    cells (no data: padding) light grey; a legend under the plot names each kind present.
+    """
     from matplotlib.colors import LogNorm
+    from matplotlib.patches import Patch
 
     where = "plot_state_grad_heatmap"
     z = _numbers(norms, where, "norms")
@@ -238,19 +287,64 @@ def plot_state_grad_heatmap(norms: Any, title: str = r"$\|\partial L/\partial h_
                          f"{z.shape}; a single row of T norms is norms[None, :]")
     if z.size == 0:
         raise ValueError(f"{where}: norms is empty (shape {z.shape}): nothing to plot")
+    limits = {}
+    for name, value in (("vmin", vmin), ("vmax", vmax)):
+        if value is not None:
+            limits[name] = _real(value, where, name)
+            if limits[name] <= 0:
+                raise ValueError(f"{where}: {name} must be > 0 on a log colour scale, got "
+                                 f"{value!r}")
+    if len(limits) == 2 and limits["vmin"] >= limits["vmax"]:
+        raise ValueError(f"{where}: vmin must be below vmax, got vmin={vmin!r}, "
+                         f"vmax={vmax!r}")
+    shown = np.isfinite(z) & (z > 0)
+    pos = z[shown]
+    low = limits.get("vmin", float(pos.min()) if pos.size else None)
+    high = limits.get("vmax", float(pos.max()) if pos.size else None)
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"{where}: the colour scale would run from {low!r} down to "
+                         f"{high!r}; give vmin below vmax (one limit given, the other "
+                         f"taken from the data)")
     if path is not None:
         _check_path(path, where)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    pos = z[np.isfinite(z) & (z > 0)]
-    norm = LogNorm(vmin=pos.min(), vmax=pos.max()) if pos.size else None
-    im = ax.imshow(np.where(z > 0, z, np.nan), aspect="auto", origin="lower", norm=norm,
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    norm = None if low is None or high is None else LogNorm(vmin=low, vmax=high)
+    ax.set_facecolor(ZERO_COLOR)  # masked cells are transparent: zeros show this colour
+    im = ax.imshow(np.where(shown, z, np.nan), aspect="auto", origin="lower", norm=norm,
                    cmap="viridis", interpolation="nearest")
-    fig.colorbar(im, ax=ax, label="norm")
-    ax.set_xlabel("time step t")
-    ax.set_ylabel("training step")
+    missing = np.isnan(z)
+    if missing.any():  # NaN cells: one grey layer over the transparent gaps
+        ax.imshow(np.where(missing, 1.0, np.nan), aspect="auto", origin="lower",
+                  cmap=_single_color_map(MISSING_COLOR), interpolation="nearest")
+    extend = "neither"
+    if pos.size and low is not None and high is not None:
+        below, above = bool(pos.min() < low), bool(pos.max() > high)
+        extend = {(True, True): "both", (True, False): "min", (False, True): "max"}.get(
+            (below, above), "neither")
+    fig.colorbar(im, ax=ax, extend=extend,
+                 label=r"$\|\partial L/\partial h_t\|$ (log scale)")
+    ax.set_xlabel("time step t (input position, steps)")
+    ax.set_ylabel("training update (optimizer steps)")
     ax.set_title(title)
+    handles = []
+    if np.any(z == 0):
+        handles.append(Patch(facecolor=ZERO_COLOR, edgecolor="black",
+                             label="white: exactly 0 (underflow; no colour on a log scale)"))
+    if missing.any():
+        handles.append(Patch(facecolor=MISSING_COLOR, edgecolor="black",
+                             label="grey: no data (NaN, e.g. padding)"))
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+                  fontsize=8, frameon=False, ncol=len(handles))
     return _finish(fig, path)
+
+
+def _single_color_map(color: str) -> Any:
+    """A colormap that paints every value ``color`` (for an overlay of flagged cells)."""
+    from matplotlib.colors import ListedColormap
+
+    return ListedColormap([color])
 
 
 def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[float]],
@@ -275,9 +369,12 @@ def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[fl
         _check_path(path, where)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, v in ys.items():
-        (ax.semilogy if logy else ax.plot)(x, v, marker="o", label=name)
-    ax.axvline(1.0, color="gray", ls=":", lw=1)
+    for i, (name, v) in enumerate(ys.items()):
+        (ax.semilogy if logy else ax.plot)(x, v, marker=_MARKERS[i % len(_MARKERS)],
+                                           color=_COLORS[i % len(_COLORS)], label=name)
+    ax.axvline(1.0, color="gray", ls=":", lw=1, label=r"$\rho = 1$")
+    if logy:
+        _plain_log_ticks(ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -286,7 +383,8 @@ def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[fl
     return _finish(fig, path)
 
 
-def plot_learning_curves(curves: Mapping[str, Sequence[float]], xlabel: str = "step",
+def plot_learning_curves(curves: Mapping[str, Sequence[float]],
+                         xlabel: str = "update (optimizer steps)",
                          ylabel: str = "loss", title: str = "Learning curves",
                          logy: bool = False, hline: float | None = None,
                          hline_label: str = "", x: Mapping[str, Sequence[float]] | None = None,
@@ -324,16 +422,90 @@ def plot_learning_curves(curves: Mapping[str, Sequence[float]], xlabel: str = "s
         _check_path(path, where)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, y in ys.items():
-        (ax.semilogy if logy else ax.plot)(xs[name], y, label=name, lw=1.5)
+    for i, (name, y) in enumerate(ys.items()):
+        (ax.semilogy if logy else ax.plot)(xs[name], y, label=name, lw=1.5,
+                                           color=_COLORS[i % len(_COLORS)])
     if hline is not None:
         ax.axhline(hline, color="gray", ls="--", lw=1, label=hline_label or None)
+    if logy:
+        _plain_log_ticks(ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return _finish(fig, path)
+
+
+def plot_train_valid_curves(curves: Mapping[str, tuple[Any, Any, Any]],
+                            xlabel: str = "update (optimizer steps)", ylabel: str = "loss",
+                            title: str = "Training and validation curves",
+                            logy: bool = False, note: str = "", path: Any = None) -> Any:
+    """Training and validation curves of several models, paired by colour: each model has
+    one colour, its training curve solid and its validation curve dashed (with markers).
+
+    ``curves[name]`` is ``(x, train, valid)``: three 1-D sequences of the same length (the
+    updates at which both were recorded, finite). A NaN or infinite value, or a
+    non-positive one with ``logy``, leaves a gap. ``note`` (optional) is printed under the
+    plot, e.g. how the training value was averaged.
+    """
+    where = "plot_train_valid_curves"
+    _check_flag(logy, where, "logy")
+    if not isinstance(curves, Mapping):
+        raise TypeError(f"{where}: curves must be a mapping from a model name to (x, train, "
+                        f"valid), got {type(curves).__name__}")
+    if not curves:
+        raise ValueError(f"{where}: curves is empty: nothing to plot")
+    if not isinstance(note, str):
+        raise TypeError(f"{where}: note must be a str, got {type(note).__name__}")
+    data = {}
+    for name, triple in curves.items():
+        parts = _as_list(triple, where, f"curves[{name!r}]")
+        if len(parts) != 3:
+            raise ValueError(f"{where}: curves[{name!r}] must be (x, train, valid), got "
+                             f"{len(parts)} items")
+        x = _finite(_series(parts[0], where, f"curves[{name!r}] x"), where,
+                    f"curves[{name!r}] x")
+        train = _series(parts[1], where, f"curves[{name!r}] train")
+        valid = _series(parts[2], where, f"curves[{name!r}] valid")
+        if not x.shape == train.shape == valid.shape:
+            raise ValueError(f"{where}: curves[{name!r}] has {x.size} x values, "
+                             f"{train.size} train and {valid.size} valid values; give one "
+                             f"of each per point")
+        data[name] = (x, train, valid)
+    if path is not None:
+        _check_path(path, where)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    draw = ax.semilogy if logy else ax.plot
+    for i, (name, (x, train, valid)) in enumerate(data.items()):
+        color = _COLORS[i % len(_COLORS)]
+        draw(x, train, color=color, ls="-", lw=1.6, label=f"{name}, train")
+        draw(x, valid, color=color, ls="--", lw=1.6, marker=_MARKERS[i % len(_MARKERS)],
+             markersize=4, label=f"{name}, validation")
+    if logy:
+        _plain_log_ticks(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2 if len(data) > 2 else 1)
+    if note:
+        ax.text(0.0, -0.16, note, transform=ax.transAxes, fontsize=8, va="top", wrap=True)
+    return _finish(fig, path)
+
+
+def _plain_log_ticks(ax: Any) -> None:
+    """Label a log y axis with plain numbers (4, 6, 10, 20) instead of 4x10^0 and 2x10^1,
+    when it spans less than three decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    low, high = ax.get_ylim()
+    if not (low > 0 and high / low < 1e3):
+        return
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def plot_attention(weights: Any, source_tokens: Sequence[str], output_tokens: Sequence[str],

@@ -254,14 +254,30 @@ class Vocab:
             ids.append(get(tok, UNK_ID))
         return np.array(ids, dtype=np.int64)
 
-    def decode(self, ids: Iterable[int] | np.ndarray) -> list[str]:
-        """The tokens of ``ids`` (a 1-D sequence of ints); IndexError for an id out of range."""
+    def decode(self, ids: Iterable[int] | np.ndarray, as_string: bool = False,
+               sep: str = "") -> list[str] | str:
+        """The tokens of ``ids`` (a 1-D sequence of ints); IndexError for an id out of range.
+
+        By default (``as_string=False``, unchanged) the result is the list of tokens. With
+        ``as_string=True`` it is one string, the tokens joined by ``sep``: ``""`` (the
+        default) for characters, ``" "`` for words. ``sep`` without ``as_string=True`` is
+        a ValueError, since a list of tokens has nothing to join.
+        """
+        if not isinstance(as_string, (bool, np.bool_)):
+            raise TypeError(f"Vocab.decode: as_string must be True or False, got "
+                            f"{as_string!r} ({type(as_string).__name__})")
+        if not isinstance(sep, str):
+            raise TypeError(f"Vocab.decode: sep must be a str, got {type(sep).__name__}")
+        if sep and not as_string:
+            raise ValueError(f"Vocab.decode: sep={sep!r} is used only with as_string=True "
+                             f"(the default returns the list of tokens)")
         arr = id_sequence(ids, "Vocab.decode")
         if arr.size and (arr.min() < 0 or arr.max() >= len(self._itos)):
             bad = int(arr[(arr < 0) | (arr >= len(self._itos))][0])
             raise IndexError(f"Vocab.decode: id {bad} out of range for a vocabulary of size "
                              f"{len(self)}")
-        return [self._itos[i] for i in arr.tolist()]
+        tokens = [self._itos[i] for i in arr.tolist()]
+        return sep.join(tokens) if as_string else tokens
 
     # ---------------------------------------------------------------- persistence
     def to_json(self, path: str | os.PathLike) -> None:

@@ -3,8 +3,8 @@ top-k.
 
 At each step the model gives logits z (V,) for the next token, and the token is chosen by:
 
-(G1)  greedy:        w = argmax_v z_v
-(G2)  sample:        w ~ q,   q_v = exp(z_v / tau) / sum_{u in K} exp(z_u / tau)  for v in K,
+(D1)  greedy:        w = argmax_v z_v
+(D2)  sample:        w ~ q,   q_v = exp(z_v / tau) / sum_{u in K} exp(z_u / tau)  for v in K,
                      q_v = 0 otherwise
 
 with temperature tau > 0 and K the ``top_k`` largest logits (all V when ``top_k`` is None).
@@ -39,7 +39,7 @@ STRATEGIES = ("greedy", "sample")
 
 def check_temperature(temperature: Any, where: str,
                       greedy: str = "strategy='greedy'") -> float:
-    """tau of (G2) as a float: a finite number > 0 (TypeError for a non-number, ValueError
+    """tau of (D2) as a float: a finite number > 0 (TypeError for a non-number, ValueError
     otherwise). ``greedy`` names the caller's greedy alternative, the tau -> 0 limit.
     Shared by :func:`generate`, :func:`sample_logits` and
     :func:`tinygrad_rnn.decoding.sample_decode`."""
@@ -57,7 +57,7 @@ def check_temperature(temperature: Any, where: str,
 
 
 def check_top_k(top_k: Any, V: int, where: str) -> int:
-    """k of (G2): None means all V ids; otherwise an integer in [1, V] (not a bool)."""
+    """k of (D2): None means all V ids; otherwise an integer in [1, V] (not a bool)."""
     if top_k is None:
         return V
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) \
@@ -88,7 +88,7 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
 
 
 def sample_rows(z: Any, tau: float, k: int, u: Any, xp: Any = np) -> Any:
-    """One draw of (G2) per row of float64 logits ``z`` (N, V), on their device.
+    """One draw of (D2) per row of float64 logits ``z`` (N, V), on their device.
 
     ``u`` (N,) are uniform numbers in [0, 1) on the same device as ``z``: the draw is the
     first id whose cumulative probability exceeds ``u`` times the row's total (inverse CDF),
@@ -107,7 +107,7 @@ def sample_rows(z: Any, tau: float, k: int, u: Any, xp: Any = np) -> Any:
 
 def sample_logits(logits: Any, strategy: str = "sample", temperature: float = 1.0,
                   top_k: int | None = None, generator: Any = None) -> Any:
-    """Choose token ids from logits by (G1) or (G2).
+    """Choose token ids from logits by (D1) or (D2).
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ def sample_logits(logits: Any, strategy: str = "sample", temperature: float = 1.
         Unnormalised scores (a Tensor is accepted); one draw per row.
     strategy : {'greedy', 'sample'}
     temperature : float
-        tau > 0 of (G2); checked for both strategies, used by sampling only.
+        tau > 0 of (D2); checked for both strategies, used by sampling only.
     top_k : int, optional
         Sample among exactly the k largest logits (ties broken towards the lower id).
     generator : int, numpy Generator or None
@@ -166,7 +166,7 @@ def generate(model: Any, prompt_ids: Any, max_new_tokens: int, strategy: str = "
     max_new_tokens : int
         The most ids to generate (>= 0).
     strategy : {'greedy', 'sample'}
-        (G1) or (G2) of the module docstring.
+        (D1) or (D2) of the module docstring.
     temperature : float
         tau > 0 for sampling.
     top_k : int, optional

@@ -9,19 +9,19 @@ Recurrent LM (RNNLM)
 --------------------
 For inputs w_0 .. w_{T-1} (ids) and a hidden state carried from the previous window:
 
-(R1)  e_t = E[w_t]                                    embedding row, E of shape (V, D)
-(R2)  h_t = cell(dropout(e_t), h_{t-1})               RNN, GRU or LSTM (num_layers deep)
-(R3)  z_t = W dropout(h_t) + b                        decoder, W of shape (V, H): logits
-(R4)  p(w_{t+1} = v | w_0 .. w_t) = softmax(z_t)_v
-(R5)  loss = -(1 / #targets) sum_t log p(w_{t+1} | w_0 .. w_t)
+(LM1) e_t = E[w_t]                                    embedding row, E of shape (V, D)
+(LM2) h_t = cell(dropout(e_t), h_{t-1})               RNN, GRU or LSTM (num_layers deep)
+(LM3) z_t = W dropout(h_t) + b                        decoder, W of shape (V, H): logits
+(LM4) p(w_{t+1} = v | w_0 .. w_t) = softmax(z_t)_v
+(LM5) loss = -(1 / #targets) sum_t log p(w_{t+1} | w_0 .. w_t)
 
 so ``logits[:, t]`` predicts the token *after* ``ids[:, t]``. Dropout acts on the
 non-recurrent connections only (the embeddings and the decoder input, and between layers),
 never on h_{t-1} -> h_t (Zaremba et al. 2014).
 
 Weight tying (Press & Wolf 2017; Inan et al. 2017) uses E as the decoder weight, W = E, which
-needs D = H. The one matrix is used twice, as the input lookup (R1) and the output projection
-(R3), so its gradient is the sum of the two uses::
+needs D = H. The one matrix is used twice, as the input lookup (LM1) and the output projection
+(LM3), so its gradient is the sum of the two uses::
 
     dL/dE = (dL/dE)_lookup + (dL/dW)_decoder
 
@@ -198,7 +198,7 @@ def _host_row(logits: Any) -> np.ndarray:
 
 def lm_loss(logits: Tensor, targets: Any, ignore_index: int = IGNORE_INDEX,
             reduction: str = "mean") -> Tensor:
-    """Next-token cross entropy, eq. (R5): ``logits`` (N, T, V) against ``targets`` (N, T).
+    """Next-token cross entropy, eq. (LM5): ``logits`` (N, T, V) against ``targets`` (N, T).
 
     Targets equal to ``ignore_index`` (default -100) count neither in the sum nor in the
     mean; pass ``ignore_index=PAD_ID`` for batches of :func:`~tinygrad_rnn.data.pad_batch`
@@ -265,7 +265,7 @@ def make_contexts(ids: Any, context_size: int,
 
 # ------------------------------------------------------------------------------------ RNNLM
 class RNNLM(Module):
-    """A recurrent language model, eqs. (R1)-(R5): embedding -> RNN/GRU/LSTM -> dropout ->
+    """A recurrent language model, eqs. (LM1)-(LM5): embedding -> RNN/GRU/LSTM -> dropout ->
     linear decoder to V logits.
 
     Parameters
@@ -390,7 +390,7 @@ class RNNLM(Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, ids: Any, state: Any = None, lengths: Any = None) -> tuple[Tensor, Any]:
-        """Logits and the new state, eqs. (R1)-(R3).
+        """Logits and the new state, eqs. (LM1)-(LM3).
 
         Parameters
         ----------

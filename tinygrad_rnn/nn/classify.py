@@ -21,7 +21,7 @@ Sequence labeling (one tag per step)
 A bidirectional encoder (the default) gives each step both its left and right context,
 h_t = [h_t^fwd ; h_t^bwd], and every step gets its own softmax:
 
-(S1)  z_t = W h_t + b,   loss = (1 / #valid) sum_{valid (n, t)} -log softmax(z_t)[y_t]
+(T1)  z_t = W h_t + b,   loss = (1 / #valid) sum_{valid (n, t)} -log softmax(z_t)[y_t]
 
 Padded steps carry the tag ``ignore_index`` (-100, as in torch) and get exactly zero loss and
 zero gradient (:func:`tinygrad_rnn.functional.cross_entropy`); :meth:`SequenceTagger.loss`
@@ -264,7 +264,7 @@ class SequenceClassifier(Module):
 
 class SequenceTagger(Module):
     """Tag every step of a sequence: embedding -> (bidirectional) recurrent encoder ->
-    linear at every step, eq. (S1) of the module docstring.
+    linear at every step, eq. (T1) of the module docstring.
 
     Parameters
     ----------
@@ -315,7 +315,7 @@ class SequenceTagger(Module):
         self.head = Linear(dirs * hidden_size, num_tags, dtype=dtype, generator=rng)
 
     def forward(self, ids: Any, lengths: Any = None) -> Tensor:
-        """Logits (N, T, num_tags) of eq. (S1)."""
+        """Logits (N, T, num_tags) of eq. (T1)."""
         ids = _as_ids(ids, "SequenceTagger", self.encoder.vocab_size)
         N, T = ids.shape
         lens = _lengths(lengths, N, T, "SequenceTagger")
@@ -324,7 +324,7 @@ class SequenceTagger(Module):
 
     def loss(self, ids: Any, tags: Any, lengths: Any = None, reduction: str = "mean",
              ignore_index: int = IGNORE_INDEX) -> Tensor:
-        """Cross entropy of eq. (S1) over the valid steps: positions at or after
+        """Cross entropy of eq. (T1) over the valid steps: positions at or after
         ``lengths[n]`` and positions whose tag is ``ignore_index`` are left out.
 
         ``tags`` (N, T) must hold integer tag ids (a host array or list, or a Tensor); float,
