@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from tinygrad_rnn.notebooks import Block, code_blocks
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
@@ -47,43 +49,9 @@ def rel(path: Path) -> str:
 
 
 # ----------------------------------------------------------------------------- parsing
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-
-
-@dataclass(frozen=True)
-class Block:
-    """A fenced code block: its language, source and first source line (1-based)."""
-
-    lang: str
-    source: str
-    line: int
-
-
-def code_blocks(text: str) -> list[Block]:
-    """Fenced code blocks of a Markdown text (backtick or tilde fences, any indent)."""
-    blocks = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        indent, fence = m.group("indent"), m.group("fence")
-        lang = m.group("info").strip().split(" ")[0].lower() if m.group("info") else ""
-        body = []
-        j = i + 1
-        while j < len(lines):
-            close = FENCE.match(lines[j])
-            if close and close.group("fence")[0] == fence[0] and \
-                    len(close.group("fence")) >= len(fence) and not close.group("info").strip():
-                break
-            line = lines[j]
-            body.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
-            j += 1
-        blocks.append(Block(lang, "\n".join(body) + "\n", i + 2))
-        i = j + 1
-    return blocks
+# Block and code_blocks come from tinygrad_rnn/notebooks.py: one parser of fenced
+# blocks for this test and for the notebooks made from the same pages, so a page's code cells
+# are exactly the blocks this test runs.
 
 
 def prose(text: str) -> str:

@@ -222,8 +222,62 @@ def _clones(who: str, layer: Any, num_layers: Any) -> ModuleList:
     return ModuleList(clones)
 
 
+# ------------------------------------------------------------------------- shared parts
+class _Sublayers(Module):
+    """What the encoder and decoder layers share: the argument checks, the attention,
+    feed-forward, norm and dropout modules (in torch's attribute order, so state_dict keys
+    come out in torch's order) and the self-attention and feed-forward blocks."""
+
+    def _build(self, who: str, cross: bool, d_model: int, nhead: int, dim_feedforward: int,
+               dropout: float, activation: str | Callable, layer_norm_eps: float,
+               batch_first: bool, norm_first: bool, bias: bool, dtype: Any,
+               generator: Any) -> None:
+        """Check the arguments and make the modules: self_attn, multihead_attn (when
+        ``cross``), linear1, dropout, linear2, norm1..k, dropout1..k (k = 2, or 3 with
+        ``cross``)."""
+        d_model, nhead = _heads(who, d_model, nhead)
+        dim_feedforward = _size(dim_feedforward, "dim_feedforward", who)
+        p = _probability(dropout, "dropout", who)
+        eps = _eps(who, layer_norm_eps)
+        batch_first = _flag(batch_first, "batch_first", who)
+        self.norm_first = _flag(norm_first, "norm_first", who)
+        bias = _flag(bias, "bias", who)
+        dt = _float_dtype(dtype, who)
+        activation = _activation(who, activation)
+        rng = _generator(generator, who)
+        own = None if generator is None else rng
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=p, bias=bias,
+                                            batch_first=batch_first, dtype=dt, generator=rng)
+        if cross:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=p, bias=bias,
+                                                     batch_first=batch_first, dtype=dt,
+                                                     generator=rng)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dt, generator=rng)
+        self.dropout = Dropout(p, generator=own)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dt, generator=rng)
+        k = 3 if cross else 2
+        for i in range(1, k + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=eps, bias=bias, dtype=dt))
+        for i in range(1, k + 1):
+            setattr(self, f"dropout{i}", Dropout(p, generator=own))
+        self._last_dropout = f"dropout{k}"
+        self.activation = activation
+
+    def _sa_block(self, x: Tensor, attn_mask: Any, key_padding_mask: Any,
+                  is_causal: bool) -> Tensor:
+        """dropout1(SA(x))."""
+        out = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                             need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(out)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        """dropout_k(W_2 dropout(act(W_1 x + b_1)) + b_2), k the last sublayer's number."""
+        hidden = self.dropout(self.activation(self.linear1(x)))
+        return getattr(self, self._last_dropout)(self.linear2(hidden))
+
+
 # ------------------------------------------------------------------------- encoder layer
-class TransformerEncoderLayer(Module):
+class TransformerEncoderLayer(_Sublayers):
     """Self-attention and a feed-forward block, each with a residual connection and a layer
     norm, as ``torch.nn.TransformerEncoderLayer``.
 
@@ -294,42 +348,10 @@ class TransformerEncoderLayer(Module):
                  norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None, *, generator: Any = None) -> None:
         super().__init__()
-        who = "TransformerEncoderLayer"
-        d_model, nhead = _heads(who, d_model, nhead)
-        dim_feedforward = _size(dim_feedforward, "dim_feedforward", who)
-        p = _probability(dropout, "dropout", who)
-        eps = _eps(who, layer_norm_eps)
-        batch_first = _flag(batch_first, "batch_first", who)
-        self.norm_first = _flag(norm_first, "norm_first", who)
-        bias = _flag(bias, "bias", who)
-        dt = _float_dtype(dtype, who)
-        activation = _activation(who, activation)
-        rng = _generator(generator, who)
-        own = None if generator is None else rng
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=p, bias=bias,
-                                            batch_first=batch_first, dtype=dt, generator=rng)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dt, generator=rng)
-        self.dropout = Dropout(p, generator=own)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dt, generator=rng)
-        self.norm1 = LayerNorm(d_model, eps=eps, bias=bias, dtype=dt)
-        self.norm2 = LayerNorm(d_model, eps=eps, bias=bias, dtype=dt)
-        self.dropout1 = Dropout(p, generator=own)
-        self.dropout2 = Dropout(p, generator=own)
-        self.activation_relu_or_gelu = _relu_or_gelu(activation)
-        self.activation = activation
+        self._build("TransformerEncoderLayer", False, d_model, nhead, dim_feedforward, dropout,
+                    activation, layer_norm_eps, batch_first, norm_first, bias, dtype, generator)
+        self.activation_relu_or_gelu = _relu_or_gelu(self.activation)
         place(self, device)
-
-    def _sa_block(self, x: Tensor, attn_mask: Any, key_padding_mask: Any,
-                  is_causal: bool) -> Tensor:
-        """dropout1(SA(x))."""
-        out = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                             need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(out)
-
-    def _ff_block(self, x: Tensor) -> Tensor:
-        """dropout2(W_2 dropout(act(W_1 x + b_1)) + b_2)."""
-        hidden = self.dropout(self.activation(self.linear1(x)))
-        return self.dropout2(self.linear2(hidden))
 
     def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool = False) -> Tensor:
@@ -359,7 +381,7 @@ class TransformerEncoderLayer(Module):
 
 
 # ------------------------------------------------------------------------- decoder layer
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_Sublayers):
     """Self-attention, cross-attention over the encoder's output and a feed-forward block,
     each with a residual connection and a layer norm, as ``torch.nn.TransformerDecoderLayer``.
 
@@ -400,41 +422,9 @@ class TransformerDecoderLayer(Module):
                  norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None, *, generator: Any = None) -> None:
         super().__init__()
-        who = "TransformerDecoderLayer"
-        d_model, nhead = _heads(who, d_model, nhead)
-        dim_feedforward = _size(dim_feedforward, "dim_feedforward", who)
-        p = _probability(dropout, "dropout", who)
-        eps = _eps(who, layer_norm_eps)
-        batch_first = _flag(batch_first, "batch_first", who)
-        self.norm_first = _flag(norm_first, "norm_first", who)
-        bias = _flag(bias, "bias", who)
-        dt = _float_dtype(dtype, who)
-        activation = _activation(who, activation)
-        rng = _generator(generator, who)
-        own = None if generator is None else rng
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=p, bias=bias,
-                                            batch_first=batch_first, dtype=dt, generator=rng)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=p, bias=bias,
-                                                 batch_first=batch_first, dtype=dt,
-                                                 generator=rng)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dt, generator=rng)
-        self.dropout = Dropout(p, generator=own)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dt, generator=rng)
-        self.norm1 = LayerNorm(d_model, eps=eps, bias=bias, dtype=dt)
-        self.norm2 = LayerNorm(d_model, eps=eps, bias=bias, dtype=dt)
-        self.norm3 = LayerNorm(d_model, eps=eps, bias=bias, dtype=dt)
-        self.dropout1 = Dropout(p, generator=own)
-        self.dropout2 = Dropout(p, generator=own)
-        self.dropout3 = Dropout(p, generator=own)
-        self.activation = activation
+        self._build("TransformerDecoderLayer", True, d_model, nhead, dim_feedforward, dropout,
+                    activation, layer_norm_eps, batch_first, norm_first, bias, dtype, generator)
         place(self, device)
-
-    def _sa_block(self, x: Tensor, attn_mask: Any, key_padding_mask: Any,
-                  is_causal: bool) -> Tensor:
-        """dropout1(SA(x))."""
-        out = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                             need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(out)
 
     def _mha_block(self, x: Tensor, memory: Tensor, attn_mask: Any, key_padding_mask: Any,
                    is_causal: bool) -> Tensor:
@@ -443,11 +433,6 @@ class TransformerDecoderLayer(Module):
                                   key_padding_mask=key_padding_mask, need_weights=False,
                                   is_causal=is_causal)[0]
         return self.dropout2(out)
-
-    def _ff_block(self, x: Tensor) -> Tensor:
-        """dropout3(W_2 dropout(act(W_1 x + b_1)) + b_2)."""
-        hidden = self.dropout(self.activation(self.linear1(x)))
-        return self.dropout3(self.linear2(hidden))
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Any = None,
                 memory_mask: Any = None, tgt_key_padding_mask: Any = None,

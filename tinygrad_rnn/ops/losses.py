@@ -488,6 +488,17 @@ def _broadcasting_to(op: str, name: str, value: Any, x: Any) -> Any:
     return arr
 
 
+def _check_binary_target(op: str, reduction: str, x: Any, t: Any) -> None:
+    """The reduction is known and the target has the input's shape (as torch requires of the
+    binary losses); a ValueError naming ``op`` and both shapes otherwise."""
+    _check_reduction(op, reduction)
+    if x.shape != t.shape:
+        raise ValueError(
+            f"{op}: input of shape {x.shape} and target of shape {t.shape} must have the "
+            f"same shape (as torch requires)"
+        )
+
+
 def _softplus(x: Any) -> Any:
     """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))."""
     xp = get_array_module(x)
@@ -518,12 +529,7 @@ class BCEWithLogits(Function):
                 reduction: str = "mean") -> Any:
         xp = get_array_module(x)
         op = "binary_cross_entropy_with_logits"
-        _check_reduction(op, reduction)
-        if x.shape != t.shape:
-            raise ValueError(
-                f"{op}: input of shape {x.shape} and target of shape {t.shape} must have the "
-                f"same shape"
-            )
+        _check_binary_target(op, reduction, x, t)
         w = _broadcasting_to(op, "weight", weight, x)
         pw = _broadcasting_to(op, "pos_weight", pos_weight, x)
         sp = _softplus(-x)
@@ -605,12 +611,7 @@ class BinaryCrossEntropy(Function):
                 reduction: str = "mean") -> Any:
         xp = get_array_module(x)
         op = "binary_cross_entropy"
-        _check_reduction(op, reduction)
-        if x.shape != t.shape:
-            raise ValueError(
-                f"{op}: input of shape {x.shape} and target of shape {t.shape} must have the "
-                f"same shape (as torch requires)"
-            )
+        _check_binary_target(op, reduction, x, t)
         _check_unit_values(op, "input", x)
         _check_unit_values(op, "target", t)
         w = _broadcasting_to(op, "weight", weight, x)
