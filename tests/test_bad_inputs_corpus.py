@@ -1452,9 +1452,11 @@ for label, bad in {"float": 2.5, "str": "3", "neg": -1, "none": None, "bool": Tr
     R(f"fit-steps-{label}", lambda bad=bad: _fit(steps=bad), "fit", "steps")
 for label, bad in {"str": "1", "nan": float("nan"), "neg": -1.0, "zero-list": [1.0]}.items():
     R(f"fit-clip-{label}", lambda bad=bad: _fit(clip=bad), "fit", "clip")
-for label in ("str_no", "none", "int2"):
+for label in ("str_no", "int2"):
     R(f"fit-progress-{label}", lambda label=label: _fit(progress=BAD_FLAGS[label]), "fit",
       "progress")
+# progress=None is the default now: bars on a terminal only (training.progress_enabled)
+A("fit-progress-none", lambda: _fit(progress=None), lambda: _fit(progress=False))
 R("fit-callback-int", lambda: _fit(callback=3), "fit", "callback")
 R("fit-monitor-int", lambda: _fit(monitor=3), "fit", "monitor")
 R("fit-validate-int", lambda: _fit(validate=3, val_every=1), "fit", "validate")

@@ -48,6 +48,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
+# the progress-bar rule lives with the training loops; the demos import it from here
+from .training import PROGRESS_ENV, progress_enabled
+
 __all__ = ["main", "build_parser", "source_root", "available_demos", "demo_options",
            "progress_enabled"]
 
@@ -73,9 +76,6 @@ THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 OPTIONAL_PACKAGES = ("numpy", "matplotlib", "tqdm", "hypothesis", "torch", "cupy")
 DEFAULT_EXAMPLES = 50
-PROGRESS_ENV = "TINYGRAD_RNN_PROGRESS"
-_ON_WORDS = ("1", "true", "yes", "on")
-_OFF_WORDS = ("0", "false", "no", "off")
 
 
 class UsageError(Exception):
@@ -514,35 +514,6 @@ def out_folder(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"cannot write the figures to {text!r}: no permission to write in {probe!r}")
     return text
-
-
-def progress_enabled(no_progress: bool = False, stream: Any = None) -> bool:
-    """Whether to show progress bars: the demos' ``--no-progress`` switch, then the
-    environment variable ``TINYGRAD_RNN_PROGRESS``, then whether ``stream`` (default
-    ``sys.stderr``, where tqdm writes) is a terminal.
-
-    ``no_progress=True`` always turns them off. ``TINYGRAD_RNN_PROGRESS`` set to 0, false,
-    no or off (any case) turns them off, and 1, true, yes or on turns them on even into a
-    file or pipe; any other non-empty value is a ValueError naming the variable. Unset or
-    empty, bars are shown only on a terminal, so a log file gets no carriage-return updates.
-    """
-    if no_progress:
-        return False
-    value = os.environ.get(PROGRESS_ENV, "").strip().lower()
-    if value in _OFF_WORDS:
-        return False
-    if value in _ON_WORDS:
-        return True
-    if value:
-        raise ValueError(f"environment variable {PROGRESS_ENV}={os.environ[PROGRESS_ENV]!r} "
-                         f"is not understood: use 0 (no progress bars) or 1 (always show "
-                         f"them), or unset it (bars on a terminal only)")
-    stream = sys.stderr if stream is None else stream
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty()) if callable(isatty) else False
-    except (OSError, ValueError):  # a closed or detached stream
-        return False
 
 
 def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namespace], Any]

@@ -1,6 +1,8 @@
 """Training loops: the lectures' SGD loop with validation and early stopping, for
 minibatch tasks (:func:`fit`) and for long streams under a truncation schedule
-(:func:`train_stream`). Both show a tqdm progress bar, call a callback after every update,
+(:func:`train_stream`). Both show a tqdm progress bar (by default only when stderr is a
+terminal and ``TINYGRAD_RNN_PROGRESS`` does not say otherwise: :func:`progress_enabled`;
+``progress=True``/``False`` forces it), call a callback after every update,
 optionally clip the gradient norm and record gradient norms in a
 :class:`~tinygrad_rnn.monitor.GradientMonitor`.
 
@@ -21,6 +23,8 @@ Clipping stays on the device. The one device-to-host copy per update is the loss
 """
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -142,7 +146,8 @@ def _check_loop_args(where: str, optimizer: Any, clip: Any, monitor: Any, callba
     _check_monitor(where, monitor)
     _check_callable(where, "callback", callback, "a callable callback(step, loss) or None",
                     optional=True)
-    _check_flag(where, "progress", progress)
+    if progress is not None:  # None: bars on a terminal only (progress_enabled)
+        _check_flag(where, "progress", progress)
     if not isinstance(desc, str):
         raise TypeError(f"{where}: desc must be a str (the progress bar's label), got "
                         f"{type(desc).__name__}")
@@ -198,8 +203,47 @@ def _check_validation(where: str, validate: Any, val_every: Any, patience: Any) 
                          f"validate=... and val_every >= 1 (or leave patience at None)")
 
 
-def _progress(total: int, desc: str, enabled: bool) -> Any:
+PROGRESS_ENV = "TINYGRAD_RNN_PROGRESS"
+_ON_WORDS = ("1", "true", "yes", "on")
+_OFF_WORDS = ("0", "false", "no", "off")
+
+
+def progress_enabled(no_progress: bool = False, stream: Any = None) -> bool:
+    """Whether to show progress bars: the demos' ``--no-progress`` switch, then the
+    environment variable ``TINYGRAD_RNN_PROGRESS``, then whether ``stream`` (default
+    ``sys.stderr``, where tqdm writes) is a terminal.
+
+    ``no_progress=True`` always turns them off. ``TINYGRAD_RNN_PROGRESS`` set to 0, false,
+    no or off (any case) turns them off, and 1, true, yes or on turns them on even into a
+    file or pipe; any other non-empty value is a ValueError naming the variable. Unset or
+    empty, bars are shown only on a terminal, so a log file gets no carriage-return updates.
+    """
+    if no_progress:
+        return False
+    value = os.environ.get(PROGRESS_ENV, "").strip().lower()
+    if value in _OFF_WORDS:
+        return False
+    if value in _ON_WORDS:
+        return True
+    if value:
+        raise ValueError(f"environment variable {PROGRESS_ENV}={os.environ[PROGRESS_ENV]!r} "
+                         f"is not understood: use 0 (no progress bars) or 1 (always show "
+                         f"them), or unset it (bars on a terminal only)")
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
+def _progress(total: int, desc: str, enabled: bool | None) -> Any:
+    """A tqdm bar; ``enabled=None`` decides by :func:`progress_enabled` (the environment
+    variable, then whether stderr is a terminal)."""
     from tqdm.auto import tqdm
+
+    if enabled is None:
+        enabled = progress_enabled()
 
     return tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
 
@@ -271,7 +315,7 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
         clip: float | None = None, monitor: Any = None,
         callback: Callable[[int, float], None] | None = None,
         validate: Callable[[], float] | None = None, val_every: int = 0,
-        patience: int | None = None, tol: float = 0.0, progress: bool = True,
+        patience: int | None = None, tol: float = 0.0, progress: bool | None = None,
         desc: str = "train") -> TrainResult:
     """Minibatch training: for each update i, ``loss = step_fn(i)`` (forward on a batch),
     then backward, optional clipping to ``clip``, monitor, ``optimizer.step()`` and
@@ -315,7 +359,7 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
                  clip: float | None = None, monitor: Any = None,
                  callback: Callable[[int, float], None] | None = None,
                  validate: Callable[[], float] | None = None, val_every: int = 0,
-                 patience: int | None = None, tol: float = 0.0, progress: bool = True,
+                 patience: int | None = None, tol: float = 0.0, progress: bool | None = None,
                  desc: str = "train", time_axis: int = 0) -> TrainResult:
     """Train on a long stream ``x`` with a truncation schedule (stateful TBPTT): the hidden
     state is carried across windows (detached) and reset to ``state`` at each epoch. One
