@@ -465,3 +465,29 @@ def test_basic_index_values_and_shared_memory_match_numpy(index: tuple) -> None:
     expected = data.copy()
     expected[index] = -1.0
     np.testing.assert_array_equal(t.numpy(), expected)
+
+
+# ----------------------------------------------------------------------------- NumPy interop
+def test_numpy_arithmetic_with_a_tensor_stays_in_the_graph() -> None:
+    x = leaf([1.0, 2.0])
+    y = np.array([3.0, 4.0]) * x + np.float64(1.0)        # ndarray (op) tensor: recorded
+    z = np.array([[1.0, 1.0]]) @ y.reshape(2, 1)
+    assert isinstance(z, tr.Tensor) and z.requires_grad
+    z.sum().backward()
+    np.testing.assert_array_equal(x.grad, [3.0, 4.0])
+    assert (np.array([1.0, 1.5]) < x).tolist() == [False, True]   # comparisons: bool tensors
+
+
+def test_numpy_functions_refuse_a_tensor_in_a_graph_instead_of_cutting_it() -> None:
+    x = leaf([0.5, -1.0])
+    for fn in (np.exp, np.tanh, lambda t: np.maximum(t, 0.0)):
+        with pytest.raises(TypeError, match="requires a gradient.*outside the graph"):
+            fn(x)
+    with pytest.raises(ValueError, match="read-only"):
+        x.numpy()[0] = 9.0                                 # a write would bypass the version
+    with tr.no_grad():                                      # plain numbers: allowed
+        np.testing.assert_allclose(np.exp(x), np.exp([0.5, -1.0]))
+    np.testing.assert_allclose(np.exp(x.detach()), np.exp([0.5, -1.0]))
+    a = np.zeros(2)
+    a += tr.ones(2, dtype=tr.float64)                       # no graph involved: plain NumPy
+    np.testing.assert_array_equal(a, [1.0, 1.0])

@@ -412,6 +412,32 @@ class Tensor:
             return arr.copy()
         return _read_only(arr) if self._requires_grad else arr  # (as numpy())
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs on tensors. Arithmetic between NumPy data and tensors (``arr * t``,
+        ``np.float64(2) + t``) is the tensors' own recorded op, as the operators are. Any
+        other ufunc (``np.exp(t)``, ``np.maximum(t, 0)``, ``arr += t``) computes on the raw
+        arrays and returns a NumPy array, which is no longer part of any graph: for a tensor
+        that requires a gradient while gradients are recorded that would cut the graph
+        silently, so it is a TypeError naming the package's function to use instead (torch
+        refuses the conversion too)."""
+        op = _UFUNC_OPS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if op is not None and len(inputs) == 2:
+            return op(*inputs)
+        tensors = [x for x in inputs + tuple(kwargs.get("out", ()) or ())
+                   if isinstance(x, Tensor)]
+        if _GRAD_MODE.enabled and any(t._requires_grad for t in tensors):
+            raise TypeError(
+                f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} on a "
+                f"tensor that requires a gradient would return a NumPy array outside the "
+                f"graph; use the tensor's own op (x.exp(), tr.maximum(x, y), F.relu(x), ...), "
+                f"or x.detach().numpy() for plain numbers"
+            )
+        raw = [np.asarray(x) if isinstance(x, Tensor) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(np.asarray(x) if isinstance(x, Tensor) else x
+                                  for x in kwargs["out"])
+        return getattr(ufunc, method)(*raw, **kwargs)
+
     def to(self, device: Any = None, dtype: Any = None, non_blocking: bool = False,
            copy: bool = False) -> "Tensor":
         """This tensor on ``device`` and/or in ``dtype``: ``self`` when nothing changes, else
@@ -1848,6 +1874,33 @@ def _index(index: Any, xp: Any = np) -> Any:
                 )
         out.append(i)
     return tuple(out)
+
+
+# NumPy's arithmetic ufuncs with a tensor operand, as the tensors' recorded ops (so that
+# ``ndarray * tensor`` is a tensor with a graph, as ``tensor * ndarray`` is)
+_UFUNC_OPS: dict[str, Callable] = {
+    "add": lambda a, b: Add.apply(a, b),
+    "subtract": lambda a, b: Sub.apply(a, b),
+    "multiply": lambda a, b: Mul.apply(a, b),
+    "true_divide": lambda a, b: Div.apply(a, b),
+    "divide": lambda a, b: Div.apply(a, b),
+    "matmul": lambda a, b: MatMul.apply(a, b),
+}
+
+
+def _elementwise_comparison(name: str) -> Callable:
+    """``ndarray == tensor`` and friends: a boolean tensor, as ``tensor == ndarray`` gives."""
+    def compare(a: Any, b: Any) -> Tensor:
+        t = a if isinstance(a, Tensor) else b
+        raw_a = a._data if isinstance(a, Tensor) else a
+        raw_b = b._data if isinstance(b, Tensor) else b
+        return Tensor._wrap(getattr(get_array_module(t._data), name)(raw_a, raw_b))
+
+    return compare
+
+
+for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    _UFUNC_OPS[_name] = _elementwise_comparison(_name)
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:
