@@ -677,15 +677,6 @@ class Tensor:
             )
         return self._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
 
-    def _check_inplace(self, op: str) -> None:
-        """RuntimeError for a plain in-place write into a parameter outside ``no_grad``
-        (for writes that are never recorded)."""
-        if self._write_is_recorded(op):
-            raise RuntimeError(
-                f"{op}: this in-place write into a tensor that requires a gradient (shape "
-                f"{self.shape}) cannot be recorded; do it inside `with tr.no_grad():`"
-            )
-
     def _bump(self) -> "Tensor":
         self._version.value += 1
         return self
@@ -1089,7 +1080,7 @@ class Tensor:
             if isinstance(t, Tensor) and t.requires_grad and _GRAD_MODE.enabled:
                 raise RuntimeError(f"{name}: not differentiable here; compute it on "
                                    f"x.detach() or inside tr.no_grad()")
-        _check_real_operands(_Named(name), [o])
+        _check_real_operands(name, [o])
         a, b = self._data, o._data if isinstance(o, Tensor) else _raw_like(o, self)
         if reflected:
             a, b = b, a
@@ -1950,16 +1941,15 @@ def _lift_scalars_beside_floats(inputs: tuple) -> tuple | None:
                   for x in inputs])
 
 
-def _check_real_operands(fn: type, operands: list) -> None:
-    """TypeError naming op ``fn`` for an operand that is no real number or real array: a
-    complex number would lose its imaginary part when cast to the tensor's dtype, a string
-    would be parsed by NumPy, None or an object would fail deep inside the op."""
+def _check_real_operands(name: str, operands: list) -> None:
+    """TypeError naming the operation ``name`` for an operand that is no real number or real
+    array: a complex number would lose its imaginary part when cast to the tensor's dtype, a
+    string would be parsed by NumPy, None or an object would fail deep inside the op."""
     for x in operands:
         if isinstance(x, Tensor):
             continue
         kind = getattr(x, "dtype", None)
         kind = np.dtype(kind).kind if kind is not None else None
-        name = _public_name(fn)
         if isinstance(x, (complex, np.complexfloating)) or kind == "c":
             raise TypeError(f"{name}: complex operands are not supported (the "
                             f"imaginary part would be lost), got {x!r}"[:300])
@@ -1975,17 +1965,8 @@ _PUBLIC_NAMES = {"ReLU": "relu", "BCEWithLogits": "binary_cross_entropy_with_log
                  "MatMul": "matmul", "GetItem": "getitem"}
 
 
-class _Named:
-    """A stand-in with only a ``__name__``, for checks that name a non-op operation."""
-
-    def __init__(self, name: str) -> None:
-        self.__name__ = name
-
-
 def _public_name(fn: type) -> str:
     """The op's public (snake_case) name: LogSoftmax -> log_softmax, MSELoss -> mse_loss."""
-    if isinstance(fn, _Named):
-        return fn.__name__
     if fn.__name__ in _PUBLIC_NAMES:
         return _PUBLIC_NAMES[fn.__name__]
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_",
@@ -2025,7 +2006,7 @@ def _lift_inputs(fn: type, inputs: tuple) -> tuple:
     all-float case."""
     tensors_in = [x for x in inputs if isinstance(x, Tensor)]
     scalars = [x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs]
-    _check_real_operands(fn, scalars)
+    _check_real_operands(_public_name(fn), scalars)
     if not tensors_in:
         return tuple(x if isinstance(x, Tensor) else Tensor._wrap(_to_array(x, copy=False))
                      for x in scalars)

@@ -105,6 +105,8 @@ any = _method("any")  # noqa: A001
 all = _method("all")  # noqa: A001
 clone = _method("clone")
 flip = _method("flip")
+maximum = _method("maximum")
+minimum = _method("minimum")
 detach = _method("detach")
 
 
@@ -114,16 +116,6 @@ def matmul(input: Any, other: Any) -> Tensor:
         raise TypeError(f"matmul: expected tensors, got {type(input).__name__} and "
                         f"{type(other).__name__}")
     return input @ other
-
-
-def maximum(input: Tensor, other: Any) -> Tensor:
-    _check_tensor("maximum", "input", input)
-    return input.maximum(other)
-
-
-def minimum(input: Tensor, other: Any) -> Tensor:
-    _check_tensor("minimum", "input", input)
-    return input.minimum(other)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,

@@ -451,11 +451,7 @@ class MSELoss(Function):
         ctx.save_for_backward(diff)
         ctx.reduction = reduction
         sq = diff * diff
-        if reduction == "none":
-            return sq
-        if reduction == "sum":
-            return sq.sum()
-        return sq.mean() if sq.size else get_array_module(a).full((), a.dtype.type("nan"))
+        return _reduce_elementwise(sq, reduction)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
@@ -486,6 +482,16 @@ def _broadcasting_to(op: str, name: str, value: Any, x: Any) -> Any:
             f"{op}: {name} of shape {arr.shape} must broadcast to the input shape {x.shape}"
         )
     return arr
+
+
+def _reduce_elementwise(loss: Any, reduction: str) -> Any:
+    """An elementwise loss reduced: as it is ('none'), summed, or averaged ('mean'; NaN over
+    an empty input, as torch)."""
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean() if loss.size else get_array_module(loss).full((), loss.dtype.type("nan"))
 
 
 def _check_binary_target(op: str, reduction: str, x: Any, t: Any) -> None:
@@ -527,7 +533,6 @@ class BCEWithLogits(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, t: Any, weight: Any = None, pos_weight: Any = None,
                 reduction: str = "mean") -> Any:
-        xp = get_array_module(x)
         op = "binary_cross_entropy_with_logits"
         _check_binary_target(op, reduction, x, t)
         w = _broadcasting_to(op, "weight", weight, x)
@@ -539,11 +544,7 @@ class BCEWithLogits(Function):
             loss = loss * w
         ctx.save_for_backward(x, t, sp)
         ctx.meta = (pw, lw, w, reduction)
-        if reduction == "none":
-            return loss
-        if reduction == "sum":
-            return loss.sum()
-        return loss.mean() if loss.size else xp.full((), x.dtype.type("nan"))
+        return _reduce_elementwise(loss, reduction)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
@@ -624,11 +625,7 @@ class BinaryCrossEntropy(Function):
             loss = loss * w
         ctx.save_for_backward(x, t)
         ctx.meta = (w, reduction)
-        if reduction == "none":
-            return loss
-        if reduction == "sum":
-            return loss.sum()
-        return loss.mean() if loss.size else xp.full((), x.dtype.type("nan"))
+        return _reduce_elementwise(loss, reduction)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
