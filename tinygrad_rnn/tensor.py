@@ -2042,13 +2042,13 @@ def _promote_non_float(fn: type, tensors: tuple) -> tuple:
     """Inputs of op ``fn`` some of which hold integer or boolean data, cast as torch would:
     beside float inputs they take the float inputs' dtype (``ids * x32`` is float32, where
     NumPy gives float64); with no float input, an op whose math is floating
-    (``fn.float_math``: exp, log, division, mean, softmax, losses) computes in
+    (``fn.int_inputs_as_float``: exp, log, division, mean, softmax, losses) computes in
     the default float dtype; any other op (add, sum, max, indexing) keeps them as they are. Integer
     data never requires a gradient, so the casts need no graph node."""
     floats = [t._data.dtype for t in tensors if t._data.dtype.kind == "f"]
     if floats:
         dtype = result_float_dtype(*floats)
-    elif fn.float_math:
+    elif fn.int_inputs_as_float:
         dtype = get_default_dtype()
     else:
         return tensors

@@ -253,7 +253,7 @@ class GELU(Function):
     central differences like every other op.
     """
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:

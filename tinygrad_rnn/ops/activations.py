@@ -30,7 +30,7 @@ class ReLU(Function):
 class Tanh(Function):
     """y = tanh(x).  Jacobian diag(1 - y^2); VJP: dL/dx = g * (1 - y^2) (saved output)."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
@@ -61,7 +61,7 @@ class Sigmoid(Function):
     """y = sigma(x).  Jacobian diag(y (1 - y)); VJP: dL/dx = g * y * (1 - y) (saved output).
     Forward uses :func:`stable_sigmoid`."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
@@ -145,7 +145,7 @@ class Softmax(Function):
     masked row gives all zeros and zero gradient, never NaN.
     """
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
@@ -182,7 +182,7 @@ class LogSoftmax(Function):
     instead pass -p * g from those outputs into the valid inputs).
     """
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:

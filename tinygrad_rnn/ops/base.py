@@ -79,10 +79,18 @@ class Function:
     """Base class of a differentiable primitive; see the module docstring."""
 
     #: True for ops whose math is floating-point whatever the input (exp, log, division,
-    #: mean, softmax, losses): integer or boolean inputs are computed in ``DEFAULT_FLOAT``
-    #: (float32) as in torch, not in NumPy's float64. Ops that keep integers integer (add,
-    #: sum, max, indexing, reshape) leave it False.
-    float_math = False
+    #: mean, softmax, losses): integer or boolean inputs are computed in the default float
+    #: dtype (float32 unless ``tr.set_default_dtype`` changed it) as in torch, not in NumPy's
+    #: float64. Ops that keep integers integer (add, sum, max, indexing, reshape) leave it
+    #: False.
+    int_inputs_as_float = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # ``float_math`` is the attribute's old name, still spelled so in ops/losses.py until
+        # its rename lands there: it means the same
+        if "float_math" in vars(cls):
+            cls.int_inputs_as_float = cls.float_math
 
     @staticmethod
     def forward(ctx: Context, *arrays: Any, **constants: Any) -> Any:

@@ -88,7 +88,7 @@ class Div(Function):
     where the gradient itself is an ordinary number (a = 1e-30, b = 1e-23 gives -1e16, not
     -inf; a = b = 1e20 gives -1e-20, not -0)."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
@@ -143,7 +143,7 @@ class Pow(Function):
 class Exp(Function):
     """y = exp(x).  Jacobian diag(y); VJP: dL/dx = g * y (saved output)."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
@@ -160,7 +160,7 @@ class Exp(Function):
 class Log(Function):
     """y = log(x).  VJP: dL/dx = g / x."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:
@@ -176,7 +176,7 @@ class Log(Function):
 class Sqrt(Function):
     """y = sqrt(x).  VJP: dL/dx = g / (2 y) (saved output)."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any) -> Any:

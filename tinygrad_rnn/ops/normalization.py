@@ -79,7 +79,7 @@ class LayerNorm(Function):
     Higher-order gradients are out of scope (backward runs on raw arrays).
     """
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, *params: Any, normalized_ndim: int, eps: float,

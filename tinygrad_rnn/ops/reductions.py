@@ -123,7 +123,7 @@ class Mean(Function):
     its sum overflows float16 long before its mean could. float32 (and that float16) sum is
     :func:`~tinygrad_rnn.ops.base.pairwise_sum`, whose error does not grow with the count."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -217,7 +217,7 @@ class Norm(Function):
     Where y = 0 (every x_i is 0) the norm has no derivative; the gradient is 0 there, as in
     torch (a subgradient), never the NaN of 0/0."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, p: float = 2.0, axis: Any = None,

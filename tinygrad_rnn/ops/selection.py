@@ -135,7 +135,7 @@ class Dropout(Function):
     """y = x * m / (1 - p) with a fixed 0/1 mask m drawn by the caller (inverted dropout).
     VJP: dL/dx = g * m / (1 - p)."""
 
-    float_math = True
+    int_inputs_as_float = True
 
     @staticmethod
     def forward(ctx: Context, x: Any, keep: Any, p: float) -> Any:
