@@ -136,7 +136,7 @@ def test_progress_is_off_for_a_stream_without_isatty_or_a_closed_one(
 @pytest.mark.parametrize("demo", ["vanishing_gradients", "char_lm", "string_reversal"])
 def test_training_demos_take_no_progress_and_pass_it_to_training(
         demo: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    path = ROOT / "demos" / f"{demo}.py"
+    path = ROOT / "tinygrad_rnn" / "demos" / f"{demo}.py"
     assert "--no-progress" in cli.demo_options(path)
     module = cli._load_script(path, "_test_progress_")
     assert module.parse_args(["--no-progress"]).no_progress is True
@@ -180,7 +180,8 @@ def test_info_in_process(capsys: pytest.CaptureFixture) -> None:
         assert name in out
     assert "numpy (CPU): available" in out and "cupy (GPU):" in out
     assert f"host allocator:\n  {tr.allocator.status()}\n" in out
-    assert "demos/      found" in out  # running from this checkout
+    assert "benchmarks/ found" in out  # running from this checkout
+    assert f"demos:\n  {len(cli.available_demos())} in {ROOT / 'tinygrad_rnn' / 'demos'}" in out
 
 
 def test_info_reports_missing_packages_and_installed_copy(capsys: pytest.CaptureFixture,
@@ -231,7 +232,7 @@ def test_demo_quickstart_ignores_options_it_lacks(capsys: pytest.CaptureFixture,
     assert code == 0
     (fn, argv, prog), = calls
     assert argv == ["--seed", "5"] and prog == "tinygrad-rnn demo quickstart"
-    assert Path(fn.__globals__["__file__"]) == ROOT / "demos" / "quickstart.py"
+    assert Path(fn.__globals__["__file__"]) == ROOT / "tinygrad_rnn" / "demos" / "quickstart.py"
     assert "no --quick option" in err and "no --out option" in err
 
 
@@ -247,16 +248,16 @@ def test_demo_vanishing_gradients_gets_quick_out_and_seed(capsys: pytest.Capture
                        str(tmp_path), "--seed", "3")
     assert code == 7  # the demo's return code is the command's
     (fn, argv, _), = calls
-    assert Path(fn.__globals__["__file__"]) == ROOT / "demos" / "vanishing_gradients.py"
+    assert Path(fn.__globals__["__file__"]) == ROOT / "tinygrad_rnn" / "demos" / "vanishing_gradients.py"
     assert fn.__name__ == "main"
     assert argv == ["--quick", "--out", str(tmp_path), "--seed", "3"]
     assert err == ""
 
 
 def test_demo_options_are_read_from_argparse_calls() -> None:
-    assert cli.demo_options(ROOT / "demos" / "vanishing_gradients.py") == {
+    assert cli.demo_options(ROOT / "tinygrad_rnn" / "demos" / "vanishing_gradients.py") == {
         "--quick", "--out", "--seed", "--device", "--no-progress"}
-    assert cli.demo_options(ROOT / "demos" / "quickstart.py") == {"--seed", "--device"}
+    assert cli.demo_options(ROOT / "tinygrad_rnn" / "demos" / "quickstart.py") == {"--seed", "--device"}
 
 
 def test_demo_device_runs_the_quickstart_on_the_standin(capsys: pytest.CaptureFixture
@@ -300,8 +301,8 @@ def test_demo_device_cuda_without_cupy_exits_2(capsys: pytest.CaptureFixture,
 def test_demo_without_a_device_option_ignores_it(capsys: pytest.CaptureFixture,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path) -> None:
-    root = _fake_checkout(tmp_path, {"plain": "def main(argv):\n    print('ran', argv)\n"})
-    monkeypatch.setattr(cli, "source_root", lambda: root)
+    folder = _fake_demos(tmp_path, {"plain": "def main(argv):\n    print('ran', argv)\n"})
+    monkeypatch.setattr(cli, "demos_folder", lambda: folder)
     code, out, err = run(capsys, "demo", "plain", "--device", "standin")
     assert code == 0 and "ran []" in out
     assert "demo 'plain' has no --device option; ignored" in err
@@ -315,7 +316,7 @@ def test_unknown_demo_exits_2_and_lists_demos(capsys: pytest.CaptureFixture) -> 
 
 
 def test_demo_without_name_lists_demos(capsys: pytest.CaptureFixture) -> None:
-    expected = sorted(p.stem for p in (ROOT / "demos").glob("*.py")
+    expected = sorted(p.stem for p in (ROOT / "tinygrad_rnn" / "demos").glob("*.py")
                       if not p.name.startswith("_"))
     assert {"quickstart", "vanishing_gradients"} <= set(expected)
     code, _, err = run(capsys, "demo")
@@ -324,24 +325,24 @@ def test_demo_without_name_lists_demos(capsys: pytest.CaptureFixture) -> None:
     assert code == 0 and out.split() == expected
 
 
-def _fake_checkout(tmp_path: Path, scripts: dict[str, str]) -> Path:
-    (tmp_path / "setup.cfg").write_text("[metadata]\nname = fake\n")
+def _fake_demos(tmp_path: Path, scripts: dict[str, str]) -> Path:
+    """A demos folder of the given scripts (the CLI is pointed at it by the test)."""
     (tmp_path / "demos").mkdir()
     for name, body in scripts.items():
         (tmp_path / "demos" / f"{name}.py").write_text(body)
-    return tmp_path
+    return tmp_path / "demos"
 
 
 def test_demo_exit_codes_and_system_exit(capsys: pytest.CaptureFixture,
                                          monkeypatch: pytest.MonkeyPatch,
                                          tmp_path: Path) -> None:
-    root = _fake_checkout(tmp_path, {
+    folder = _fake_demos(tmp_path, {
         "three": "def main(argv):\n    return 3\n",
         "none": "def main(argv):\n    print('ran', argv)\n",
         "exits": "import sys\ndef main(argv):\n    sys.exit('demo gave up')\n",
         "_private": "def main(argv):\n    return 0\n",
     })
-    monkeypatch.setattr(cli, "source_root", lambda: root)
+    monkeypatch.setattr(cli, "demos_folder", lambda: folder)
     assert run(capsys, "demo", "three")[0] == 3
     code, out, _ = run(capsys, "demo", "none", "--seed", "4")
     assert code == 0 and "ran []" in out  # the demo declares no --seed: not passed
@@ -351,14 +352,17 @@ def test_demo_exit_codes_and_system_exit(capsys: pytest.CaptureFixture,
     assert code == 2 and "available demos: exits, none, three" in err
 
 
-def test_demo_and_bench_explain_a_missing_source_checkout(capsys: pytest.CaptureFixture,
-                                                          monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_bench_explains_a_missing_source_checkout_and_demos_need_none(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "source_root", lambda: None)
-    for argv in (["demo", "quickstart"], ["bench", "--quick"]):
-        code, out, err = run(capsys, *argv)
-        assert code == 2 and out == ""
-        assert "source repository" in err and "pip install -e ." in err
+    code, out, err = run(capsys, "bench", "--quick")
+    assert code == 2 and out == ""
+    assert "source repository" in err and "pip install -e ." in err
+    # the demos ship inside the package: an installed copy runs them
+    calls = []
+    monkeypatch.setattr(cli, "_call_main", lambda fn, argv, prog: calls.append(prog) or 0)
+    assert run(capsys, "demo", "quickstart")[0] == 0
+    assert calls == ["tinygrad-rnn demo quickstart"]
 
 
 def test_source_checkout_without_the_folder(capsys: pytest.CaptureFixture,
@@ -366,8 +370,8 @@ def test_source_checkout_without_the_folder(capsys: pytest.CaptureFixture,
                                             tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     monkeypatch.setattr(cli, "source_root", lambda: tmp_path)
-    code, _, err = run(capsys, "demo", "quickstart")
-    assert code == 2 and f"looked for {tmp_path / 'demos'}" in err
+    code, _, err = run(capsys, "bench", "--quick")
+    assert code == 2 and f"looked for {tmp_path / 'benchmarks'}" in err
 
 
 def test_source_root_is_this_checkout() -> None:

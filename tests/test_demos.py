@@ -94,8 +94,8 @@ def test_string_reversal_quick_reproduces_bahdanau_comparison(tmp_path: Path) ->
 
 # ----------------------------------------------------------------------------- --device
 def _load_demo(name: str) -> ModuleType:
-    """Import demos/<name>.py as a module (its main() is not run)."""
-    path = ROOT / "demos" / f"{name}.py"
+    """Import tinygrad_rnn/demos/<name>.py as a module (its main() is not run)."""
+    path = ROOT / "tinygrad_rnn" / "demos" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"_test_demo_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

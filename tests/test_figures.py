@@ -221,7 +221,7 @@ def test_every_plot_has_a_title_labelled_axes_and_a_legend_where_needed() -> Non
 
 # ------------------------------------------------------------------ the demos' own figures
 def _load_demo(name: str) -> ModuleType:
-    path = ROOT / "demos" / f"{name}.py"
+    path = ROOT / "tinygrad_rnn" / "demos" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"_figures_demo_{name}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -3,11 +3,9 @@
 Subcommands
 -----------
 ``demo NAME``
-    Run a demo from the repository's ``demos/`` folder (``quickstart``,
-    ``vanishing_gradients``, ...); ``--quick``, ``--out``, ``--seed`` and ``--device`` are
-    passed on to the demos that accept them. The folder ships with the source repository,
-    not inside the installed package, so this works from a source checkout
-    (``pip install -e .``).
+    Run a demo of :mod:`tinygrad_rnn.demos` (``quickstart``, ``vanishing_gradients``, ...);
+    ``--quick``, ``--out``, ``--seed`` and ``--device`` are passed on to the demos that accept
+    them. The demos ship inside the package, so this works from any install (a wheel too).
 ``gradcheck``
     float64 central-difference checks of every built-in op, the recurrent cells and the
     recurrent layers on random inputs; prints a table and exits 1 when any check fails.
@@ -32,7 +30,7 @@ variable ``TINYGRAD_RNN_PROGRESS=0``, forced on with ``TINYGRAD_RNN_PROGRESS=1``
 they are shown only when stderr is a terminal, so logs and pipes get no bar updates.
 
 Exit codes: 0 success, 1 a failed check or demo, 2 a usage error (argparse's convention: bad
-arguments, an unknown demo, a folder that only exists in a source checkout).
+arguments, an unknown demo, ``bench`` outside a source checkout).
 """
 from __future__ import annotations
 
@@ -68,8 +66,8 @@ examples:
   tinygrad-rnn graph elman --steps 30 --engine autograd --format dot --out out/graph
   tinygrad-rnn info                            # versions, backends, BLAS, threads
 
-demo and bench need the repository's demos/ and benchmarks/ folders: run them from a source
-checkout installed with `pip install -e .`.
+bench needs the repository's benchmarks/ folder: run it from a source checkout installed with
+`pip install -e .`; the demos ship inside the package.
 """
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -113,9 +111,15 @@ def _folder(name: str) -> Path:
     return folder
 
 
+def demos_folder() -> Path:
+    """The folder of the package's demos, ``tinygrad_rnn/demos/`` (installed with it)."""
+    return Path(__file__).resolve().parent / "demos"
+
+
 def available_demos(folder: Path | None = None) -> list[str]:
-    """Names of the demos (``demos/*.py`` except private ``_*.py`` files), sorted."""
-    folder = _folder("demos") if folder is None else folder
+    """Names of the demos (``tinygrad_rnn/demos/*.py`` except private ``_*.py`` files such
+    as ``__init__.py``), sorted."""
+    folder = demos_folder() if folder is None else folder
     return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
 
 
@@ -174,7 +178,7 @@ def _call_main(fn: Callable[[list[str]], Any], argv: list[str], prog: str) -> in
 
 # ----------------------------------------------------------------------------- commands
 def _cmd_demo(args: argparse.Namespace) -> int:
-    folder = _folder("demos")
+    folder = demos_folder()
     names = available_demos(folder)
     listing = ", ".join(names) if names else "(none)"
     if args.list:
@@ -472,11 +476,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     print(f"  CPU count {os.cpu_count()}" + (f", usable by this process {usable}"
                                             if usable is not None else ""))
+    print(f"\ndemos:\n  {len(available_demos())} in {demos_folder()}")
     print("\nsource checkout:")
     if root is None:
-        print("  no (installed package): `demo` and `bench` need a clone of the repository")
+        print("  no (installed package): `bench` needs a clone of the repository")
     else:
-        for name in ("demos", "benchmarks", "docs"):
+        for name in ("benchmarks", "docs"):
             state = "found" if (root / name).is_dir() else "missing"
             print(f"  {name + '/':<12}{state} ({root / name})")
     return 0
@@ -546,8 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
-        "demo", help="run a demo from the repository's demos/ folder",
-        description="Run demos/NAME.py (source checkout). --quick, --out, --seed and "
+        "demo", help="run one of the package's demos (tinygrad_rnn/demos/)",
+        description="Run tinygrad_rnn/demos/NAME.py. --quick, --out, --seed and "
                     "--device are passed on when the demo accepts them.",
         epilog="examples:\n  tinygrad-rnn demo quickstart --seed 3\n"
                "  tinygrad-rnn demo vanishing_gradients --quick --out out/vg\n"

@@ -318,7 +318,7 @@ def test_string_reversal_demo_runs_end_to_end(tmp_path, capsys):
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "demos" / "string_reversal.py"
+    path = Path(__file__).resolve().parents[2] / "tinygrad_rnn" / "demos" / "string_reversal.py"
     spec = importlib.util.spec_from_file_location("string_reversal_demo", path)
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)
