@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -38,7 +39,7 @@ from tinygrad_rnn import functional as F
 from tinygrad_rnn import ops
 from tinygrad_rnn.nn import functional as NF
 from tinygrad_rnn.ops.base import Function
-from tinygrad_rnn.ops.losses import BinaryCrossEntropy
+from tinygrad_rnn.ops.losses import BinaryCrossEntropy, takes_plain_path
 from tinygrad_rnn.tensor import Tensor, _Cast, _Copy, _ToDevice
 
 __all__ = [
@@ -736,10 +737,24 @@ def _smoothing() -> st.SearchStrategy:
 
 @st.composite
 def _cross_entropy_cases(draw: Any) -> Case:
+    """Cases F.cross_entropy sends to the general op: some option in use (class weights,
+    label smoothing or an ignored target); the others are the plain entry's."""
     x_shape, t_shape = draw(_class_layout())
     consts = draw(_class_targets(x_shape[0 if len(x_shape) == 1 else 1], t_shape))
     consts["label_smoothing"] = draw(_smoothing())
+    assume(not takes_plain_path(consts["target"], consts["weight"], consts["ignore_index"],
+                                consts["label_smoothing"]))
     return Case((draw(reals(x_shape, -4.0, 4.0)),), consts)
+
+
+@st.composite
+def _plain_cross_entropy_cases(draw: Any) -> Case:
+    """The textbook loss: class ids in range, no weights, no smoothing, nothing ignored."""
+    x_shape, t_shape = draw(_class_layout())
+    num_classes = x_shape[0 if len(x_shape) == 1 else 1]
+    target = draw(hnp.arrays(np.int64, t_shape, elements=st.integers(0, num_classes - 1)))
+    return Case((draw(reals(x_shape, -4.0, 4.0)),),
+                {"target": target, "reduction": draw(REDUCTIONS)})
 
 
 def _cross_entropy(x: Tensor, *q: Tensor, **consts: Any) -> Tensor:
@@ -798,6 +813,11 @@ def _ref_cross_entropy(x: np.ndarray, target: np.ndarray, weight: np.ndarray | N
         losses[idx] = -(1 - eps) * w[t] * logp[t] - eps / num_classes * np.sum(w * logp)
         denom += w[t]
     return _reduce_loss(losses, reduction, denom)
+
+
+def _ref_plain_cross_entropy(x: np.ndarray, target: np.ndarray,
+                             reduction: str) -> np.ndarray:
+    return _ref_cross_entropy(x, target, None, -100, reduction, 0.0)
 
 
 def _ref_soft_cross_entropy(x: np.ndarray, q: np.ndarray, weight: np.ndarray | None,
@@ -1099,6 +1119,8 @@ REGISTRY: tuple[OpInfo, ...] = (
                     {"target": np.array([-100, -100]), "weight": None, "ignore_index": -100,
                      "reduction": "mean", "label_smoothing": 0.2}),
            )),
+    OpInfo("cross_entropy_plain", _cross_entropy, _ref_plain_cross_entropy,
+           _plain_cross_entropy_cases(), (ops.PlainCrossEntropy,)),
     OpInfo("cross_entropy_probs", _cross_entropy, _ref_soft_cross_entropy,
            _soft_cross_entropy_cases(), (ops.SoftCrossEntropy,)),
     OpInfo("nll_loss", lambda x, **kw: F.nll_loss(x, **kw), _ref_nll, _nll_cases(),

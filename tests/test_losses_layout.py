@@ -341,3 +341,87 @@ def test_unbatched_input_takes_a_0d_or_a_1_element_target() -> None:
     for target in (np.array(1), np.array([1])):
         loss = F.nll_loss(logp, target, reduction="none")
         assert loss.shape == () and math.isclose(loss.item(), 2.0)
+
+
+# ------------------------------------------------------------------------------ plain path
+@st.composite
+def plain_cases(draw: Any) -> dict:
+    """Logits of a float dtype, in-range class ids (none ignored), a reduction and an
+    upstream gradient: the cases F.cross_entropy sends to PlainCrossEntropy."""
+    x_shape, t_shape = draw(class_shapes())
+    c = x_shape[0] if len(x_shape) == 1 else x_shape[1]
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    x = draw(hnp.arrays(dtype, x_shape, elements=st.floats(-30, 30, width=32)))
+    ids = draw(hnp.arrays(np.int64, t_shape, elements=st.integers(0, c - 1)))
+    reduction = draw(REDUCTIONS)
+    g_shape = t_shape if reduction == "none" else ()
+    g = draw(hnp.arrays(dtype, g_shape, elements=st.floats(-3, 3, width=32)))
+    return {"x": x, "target": ids, "reduction": reduction, "g": g}
+
+
+def _loss_and_grad(fn: Any, case: dict) -> tuple:
+    x = tr.Tensor(case["x"], requires_grad=True)
+    loss = fn(x)
+    loss.backward(case["g"])
+    return loss.array, x.grad.array, loss.grad_fn.name
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The bytes of ``a``'s values in C order (NaN payloads and signed zeros included)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+@given(case=plain_cases())
+@example(case={"x": np.zeros((0, 3)), "target": np.zeros(0, dtype=np.int64),
+               "reduction": "mean", "g": np.array(1.0)})                     # empty: NaN
+@example(case={"x": np.array([2.0, 1.0, 0.1]), "target": np.array(0), "reduction": "mean",
+               "g": np.array(1.0)})                                          # docs' example
+def test_plain_cross_entropy_equals_the_general_op_bit_for_bit(case: dict) -> None:
+    """PlainCrossEntropy (what F.cross_entropy runs without weights, smoothing or ignored
+    rows) gives exactly the bits of the general CrossEntropy, loss and gradient, in float32
+    and float64, for every layout and reduction."""
+    target, reduction = case["target"], case["reduction"]
+    with np.errstate(invalid="ignore"):
+        plain = _loss_and_grad(lambda x: F.cross_entropy(x, target, reduction=reduction),
+                               case)
+        general = _loss_and_grad(
+            lambda x: tr.ops.CrossEntropy.apply(x, target=target, reduction=reduction), case)
+    assert plain[2] == "PlainCrossEntropy" and general[2] == "CrossEntropy"
+    for a, b in zip(plain[:2], general[:2]):
+        assert a.dtype == b.dtype == case["x"].dtype and a.shape == b.shape
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+
+
+@pytest.mark.parametrize("options, plain", [
+    ({}, True),
+    ({"label_smoothing": 0}, True),
+    ({"label_smoothing": np.float32(0.0)}, True),
+    ({"weight": np.ones(3)}, False),                  # weights: the general op, even all 1
+    ({"label_smoothing": 0.1}, False),
+    ({"ignore_index": 2}, False),                     # a target equals ignore_index
+    ({"ignore_index": 1}, True),                      # no target equals it
+    ({"label_smoothing": False}, False),              # a bool: the general op refuses it
+])
+def test_cross_entropy_chooses_the_plain_op_only_for_the_textbook_loss(options: dict,
+                                                                        plain: bool) -> None:
+    x = tr.Tensor(np.array([[2.0, 1.0, 0.1], [0.3, -2.0, 5.0]]), requires_grad=True)
+    target = np.array([0, 2])
+    if isinstance(options.get("label_smoothing"), bool):
+        with pytest.raises(TypeError, match="cross_entropy: label_smoothing"):
+            F.cross_entropy(x, target, **options)
+        return
+    loss = F.cross_entropy(x, target, **options)
+    want = "PlainCrossEntropy" if plain else "CrossEntropy"
+    assert loss.grad_fn.name == want
+
+
+def test_plain_cross_entropy_backward_is_p_minus_onehot() -> None:
+    """(SM10) read off the op: with 'sum' and upstream 1 the gradient is softmax(z) - e_y."""
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(4, 5))
+    y = np.array([0, 4, 2, 2])
+    x = tr.Tensor(z, requires_grad=True)
+    tr.ops.PlainCrossEntropy.apply(x, target=y, reduction="sum").backward()
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(x.grad.array, p - np.eye(5)[y], rtol=0, atol=1e-15)

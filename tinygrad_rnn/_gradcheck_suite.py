@@ -408,6 +408,15 @@ def _cross_entropy(rng: np.random.Generator) -> Problem:
         (_leaf(_reals(rng, x_shape, -4.0, 4.0)),))
 
 
+def _plain_cross_entropy(rng: np.random.Generator) -> Problem:
+    """The textbook loss (ops.PlainCrossEntropy): ids in range, no weights, no smoothing."""
+    x_shape, t_shape, classes = _class_layout(rng)
+    target = rng.integers(0, classes, size=t_shape).astype(np.int64)
+    reduction = str(rng.choice(["none", "mean", "sum"]))
+    return Problem(lambda z: F.cross_entropy(z, target, reduction=reduction),
+                   (_leaf(_reals(rng, x_shape, -4.0, 4.0)),))
+
+
 def _cross_entropy_probs(rng: np.random.Generator) -> Problem:
     x_shape, _, classes = _class_layout(rng)
     smoothing = float(rng.choice([0.0, 0.1, float(rng.uniform(0.0, 1.0))]))
@@ -619,6 +628,7 @@ SUITE: tuple[SuiteEntry, ...] = (
     _op("to_device", _unary(_round_trip, _reals), "copy to another device and back"),
     # losses
     _op("cross_entropy", _cross_entropy, "class ids; weights, ignore_index, smoothing"),
+    _op("cross_entropy_plain", _plain_cross_entropy, "class ids; no options (p - e_y)"),
     _op("cross_entropy_probs", _cross_entropy_probs, "class probabilities (both inputs)"),
     _op("nll_loss", _nll_loss, "weights, ignored targets"),
     _op("mse_loss", _mse_loss, "mean squared error"),

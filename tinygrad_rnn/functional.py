@@ -19,7 +19,9 @@ import numpy as np
 from . import ops
 from .backend import get_array_module
 from .bptt._common import check_flag
-from .ops.losses import BinaryCrossEntropy, check_ignore_index, check_unit_interval
+from .ops.losses import (
+    BinaryCrossEntropy, check_ignore_index, check_unit_interval, takes_plain_path,
+)
 from .random import get_generator
 from .tensor import Tensor, _constant, cat, split, stack, where  # noqa: F401  (re-exported)
 
@@ -304,7 +306,8 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: 
     gives 0.0 with zero gradient (torch: NaN; a deliberate difference). ``ignore_index``
     must be an int and ``label_smoothing`` a number in [0, 1]. See
     :class:`tinygrad_rnn.ops.CrossEntropy` for the full formula with weights and label
-    smoothing.
+    smoothing; without those options and ignored targets the textbook op
+    :class:`tinygrad_rnn.ops.PlainCrossEntropy` (backward p - e_y) computes the same bits.
     """
     input = _as_tensor("cross_entropy", "input", input)
     ignore_index = check_ignore_index("cross_entropy", ignore_index)
@@ -314,6 +317,9 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: 
         return ops.SoftCrossEntropy.apply(input, _target(probabilities, input), weight=weight,
                                           reduction=reduction, label_smoothing=label_smoothing)
     ids = _constant(target, input, "cross_entropy", "target")
+    if takes_plain_path(ids, weight, ignore_index, label_smoothing):  # p - e_y (SM10)
+        return ops.PlainCrossEntropy.apply(input, target=ids, reduction=reduction,
+                                           ignore_index=ignore_index)
     return ops.CrossEntropy.apply(input, target=ids, weight=weight, ignore_index=ignore_index,
                                   reduction=reduction, label_smoothing=label_smoothing)
 

@@ -6,7 +6,8 @@ from .elementwise import (
 )
 from .linalg import MatMul
 from .losses import (
-    BCEWithLogits, BinaryCrossEntropy, CrossEntropy, MSELoss, NLLLoss, SoftCrossEntropy,
+    BCEWithLogits, BinaryCrossEntropy, CrossEntropy, MSELoss, NLLLoss, PlainCrossEntropy,
+    SoftCrossEntropy,
 )
 from .normalization import LayerNorm
 from .reductions import Max, Mean, Min, Norm, Sum
@@ -23,6 +24,6 @@ __all__ = [
     "Mean", "Max", "Min", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack",
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
-    "Norm", "BinaryCrossEntropy",
+    "Norm", "BinaryCrossEntropy", "PlainCrossEntropy",
     "LayerNorm",
 ]

@@ -182,13 +182,17 @@ def _one_id_of_shape_1(op: str, x: Any, target: Any) -> bool:
     return x.ndim == 1 and target.shape == (1,) and not same_as_probabilities
 
 
-class _HardTargets:
-    """Class-id targets checked and prepared once, shared by cross_entropy and nll_loss:
-    ``z`` the input with classes last (..., C), ``safe`` the ids with ignored entries set to
-    0, ``valid`` the non-ignored mask, ``w`` the class weights (or None) and ``w_y`` each
-    entry's weight (0 where ignored)."""
+class ClassIdTargets:
+    """Class-id targets, checked once and prepared for the loss (shared by
+    :class:`PlainCrossEntropy`, :class:`CrossEntropy` and :class:`NLLLoss`).
 
-    def __init__(self, op: str, x: Any, target: Any, weight: Any, ignore_index: int) -> None:
+    Attributes: ``z`` the input with its classes last (..., C); ``num_classes`` C; ``w`` the
+    class weights (C,) or None; ``valid`` the mask of rows whose target is not
+    ``ignore_index``; ``safe`` the class ids with the ignored ones replaced by 0 (so that
+    they can index); ``w_y`` each row's weight w_{y_n} (1 without weights, 0 where
+    ignored); ``empty`` whether there are no rows at all."""
+
+    def __init__(self, op: str, x: Any, target: Any, weight: Any, ignore_index: Any) -> None:
         xp = get_array_module(x)
         target = xp.asarray(target)
         if target.dtype.kind not in "iu":
@@ -209,6 +213,25 @@ class _HardTargets:
         w_y = self.w[self.safe] if self.w is not None else xp.ones(target.shape, dtype=x.dtype)
         self.w_y = xp.where(self.valid, w_y, xp.zeros((), dtype=x.dtype))
         self.empty = target.size == 0
+
+
+def takes_plain_path(target: Any, weight: Any, ignore_index: int,
+                     label_smoothing: Any) -> bool:
+    """Whether ``F.cross_entropy`` with class ids is the textbook loss, computed by
+    :class:`PlainCrossEntropy`: no class weights, no label smoothing (exactly 0, a real
+    number that is not a bool) and no target equal to ``ignore_index`` (one host read of a
+    flag). Anything else, invalid arguments included, goes to :class:`CrossEntropy`, which
+    gives the same numbers on the plain cases and checks every option."""
+    smoothing = _scalar(label_smoothing)
+    if weight is not None or isinstance(smoothing, (bool, np.bool_)):
+        return False
+    if not isinstance(smoothing, numbers.Real) or smoothing != 0:
+        return False
+    try:
+        ids = get_array_module(target).asarray(target)
+        return not bool((ids == ignore_index).any())
+    except (TypeError, ValueError):  # ragged lists and the like: the general op explains
+        return False
 
 
 # ------------------------------------------------------------------------------ reductions
@@ -249,21 +272,76 @@ def _row_scale(g: Any, reduction: str, denom: Any, valid: Any) -> Any:
     return xp.where(valid, scale, xp.zeros((), dtype=g.dtype))
 
 
+class PlainCrossEntropy(Function):
+    """Cross entropy of logits against class ids, the textbook loss of docs/softmax.md
+    section 4: no class weights, no label smoothing, no ignored rows.
+    ``F.cross_entropy`` chooses it when none of those options is in use
+    (:func:`takes_plain_path`) and :class:`CrossEntropy` otherwise; on these cases the two
+    give the same bits.
+
+    Math, for one row with logits z (C classes) and target class y:
+
+        loss = -log p_y = -z_y + log sum_j exp(z_j)           (SM9), by log-sum-exp (SM6)
+        dloss/dz = p - e_y                                     (SM10), "y_hat - y"
+
+    'mean' divides by the number of rows N, so its gradient is (P - Y) / N row by row (NaN
+    for N = 0, as in torch); 'sum' adds the rows; 'none' keeps them.
+
+    Shapes: input (N, C, d1, ..., dk) with target (N, d1, ..., dk), or (C,) with a 0-d
+    target (torch's layout; see :func:`_target_shape_error` for the errors).
+    """
+
+    float_math = True
+
+    @staticmethod
+    def forward(ctx: Context, x: Any, target: Any, reduction: str = "mean",
+                ignore_index: int = -100) -> Any:
+        # ignore_index: no target equals it on this path; it is named in the error for an
+        # id outside [0, C), as on the general path
+        _check_reduction("cross_entropy", reduction)
+        tg = ClassIdTargets("cross_entropy", x, target, None, ignore_index)
+        y = tg.safe                                                  # (...,) class ids
+        logp, p = _log_softmax_last(tg.z)                            # (..., C) (SM6), (SM3)
+        nll = -get_array_module(x).take_along_axis(logp, y[..., None], axis=-1)[..., 0]  # (SM9)
+        ctx.save_for_backward(p, y)
+        ctx.x_shape, ctx.reduction = x.shape, reduction
+        ctx.rows = tg.w_y.sum()  # N, as a number of x's dtype (the general op's W with w = 1)
+        if reduction == "none":
+            return nll
+        if reduction == "sum":
+            return nll.sum()
+        return _divide(nll.sum(), ctx.rows)  # 0 / 0 = NaN for an empty batch, as in torch
+
+    @staticmethod
+    def backward(ctx: Context, grad_out: Any) -> Any:
+        p, y = ctx.saved_arrays
+        xp = get_array_module(p)
+        s = _divide(grad_out, ctx.rows) if ctx.reduction == "mean" else grad_out  # dL/dloss_n
+        s = xp.broadcast_to(s, y.shape)[..., None]                   # (..., 1)
+        e_y = xp.arange(p.shape[-1]) == y[..., None]                 # (..., C) onehot(y)
+        dz = p * s - xp.where(e_y, s, xp.zeros((), dtype=p.dtype))  # (SM10) (p - e_y) s
+        return _class_first(ctx.x_shape, dz)
+
+
 class CrossEntropy(Function):
-    """Cross entropy between logits and class ids (torch.nn.functional.cross_entropy).
+    """Cross entropy between logits and class ids (torch.nn.functional.cross_entropy), with
+    every option: class weights, label smoothing and ``ignore_index``. Without them
+    ``F.cross_entropy`` computes the same numbers with :class:`PlainCrossEntropy`, whose
+    backward is the textbook p - e_y (SM10).
 
     Math, for one row with logits z (C classes), target class y, class weights w (all 1 when
     not given) and label smoothing eps:
 
         log p = log_softmax(z)
         loss = (1 - eps) * w_y * (-log p_y) + (eps / C) * sum_c w_c * (-log p_c)
-        dloss/dz = (1 - eps) w_y (p - e_y) + (eps / C) (sum_c w_c p - w)
+        dloss/dz = (1 - eps) w_y (p - e_y) + (eps / C) (sum_c w_c p - w)      (SM13)
 
-    With eps = 0 and no weights this is p - onehot(y): "y_hat - y". Rows whose target equals
-    ``ignore_index`` contribute 0 and get exactly 0 gradient, whatever the upstream gradient.
+    With eps = 0 and no weights this is p - onehot(y) (SM10); with no weights it is p - q,
+    q the smoothed target (SM12). Rows whose target equals ``ignore_index`` contribute 0 and
+    get exactly 0 gradient, whatever the upstream gradient.
 
     'mean' divides each of the two terms by W = the sum of w_y over the non-ignored rows
-    (torch's definition, negative weights included): (1 - eps) sum(w_y nll) / W +
+    (SM14; torch's definition, negative weights included): (1 - eps) sum(w_y nll) / W +
     (eps / C) sum(smooth) / W. Where the counted weights sum to W = 0 this gives torch's NaN
     or inf, and NaN gradients on the counted rows (the ignored ones still get 0). An empty
     batch gives NaN, as in torch; a batch whose rows are all ignored gives 0.0 with zero
@@ -271,6 +349,10 @@ class CrossEntropy(Function):
 
     Shapes: input (N, C, d1, ..., dk) with target (N, d1, ..., dk), or (C,) with a 0-d target
     (torch's layout; see :func:`_target_shape_error` for the errors).
+
+    Saved on ``ctx`` besides the arrays: ``x_shape``, ``reduction``, ``eps``, ``eps_c``
+    (eps / C), ``wc`` (the class weights of the smoothing term, None without smoothing),
+    ``denom`` (W, for 'mean') and ``zero_denom`` (whether W = 0).
     """
 
     float_math = True
@@ -282,11 +364,11 @@ class CrossEntropy(Function):
         xp = get_array_module(x)
         ignore_index, label_smoothing = check_class_options(
             "cross_entropy", reduction, ignore_index, label_smoothing)
-        tg = _HardTargets("cross_entropy", x, target, weight, ignore_index)
+        tg = ClassIdTargets("cross_entropy", x, target, weight, ignore_index)
         num_classes, w, valid, safe, w_y = tg.num_classes, tg.w, tg.valid, tg.safe, tg.w_y
         zero = xp.zeros((), dtype=x.dtype)
-        logp, p = _log_softmax_last(tg.z)
-        nll = -xp.take_along_axis(logp, safe[..., None], axis=-1)[..., 0]
+        logp, p = _log_softmax_last(tg.z)                            # (SM6), (SM3)
+        nll = -xp.take_along_axis(logp, safe[..., None], axis=-1)[..., 0]   # (SM9)
         eps = x.dtype.type(label_smoothing)
         eps_c = eps / x.dtype.type(num_classes)
         hard = xp.where(valid, w_y * nll, zero)  # w_y * (-log p_y), 0 where ignored
@@ -295,14 +377,15 @@ class CrossEntropy(Function):
             wc = w if w is not None else xp.ones(num_classes, dtype=x.dtype)
             smooth = xp.where(valid, -(logp * wc).sum(axis=-1), zero)  # sum_c w_c (-log p_c)
         ctx.save_for_backward(p, safe, valid, w_y)
-        denom = w_y.sum() if reduction == "mean" else None
+        denom = w_y.sum() if reduction == "mean" else None           # W of (SM14)
         zero_denom = _zero_denominator(reduction, denom)
-        ctx.meta = (x.shape, reduction, eps, eps_c, wc, denom, zero_denom)
+        ctx.x_shape, ctx.reduction, ctx.eps, ctx.eps_c = x.shape, reduction, eps, eps_c
+        ctx.wc, ctx.denom, ctx.zero_denom = wc, denom, zero_denom
         if reduction == "none":
             return (1 - eps) * hard + eps_c * smooth if wc is not None else hard
         if reduction == "sum":
             return ((1 - eps) * hard + eps_c * smooth).sum() if wc is not None else hard.sum()
-        mean = _mean_of(hard.sum(), denom, valid, tg.empty)
+        mean = _mean_of(hard.sum(), denom, valid, tg.empty)          # (SM14)
         if wc is not None:
             with _ieee(zero_denom):  # NaN + inf is NaN, as in torch
                 mean = (1 - eps) * mean + eps_c * _mean_of(smooth.sum(), denom, valid,
@@ -312,18 +395,18 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         p, safe, valid, w_y = ctx.saved_arrays
-        x_shape, reduction, eps, eps_c, wc, denom, zero_denom = ctx.meta
+        eps, eps_c, wc = ctx.eps, ctx.eps_c, ctx.wc
         xp = get_array_module(p)
-        s = _row_scale(g, reduction, denom, valid)  # (...,) dL/dloss per row, 0 if ignored
-        with _ieee(zero_denom):  # W = 0: 0 * inf is NaN on the counted rows, as in torch
+        s = _row_scale(g, ctx.reduction, ctx.denom, valid)  # (...,) dL/dloss, 0 if ignored
+        with _ieee(ctx.zero_denom):  # W = 0: 0 * inf is NaN on the counted rows, as in torch
             a = ((1 - eps) * s) * w_y  # (...,) the factor of the hard term
             dz = a[..., None] * p
             picked = xp.take_along_axis(dz, safe[..., None], axis=-1)
             xp.put_along_axis(dz, safe[..., None], picked - a[..., None], axis=-1)  # a(p - e_y)
             if wc is not None:
                 b = eps_c * s  # (...,)
-                dz += b[..., None] * (wc.sum() * p - wc)  # (eps / C) (sum_c w_c p - w)
-        return _class_first(x_shape, dz)
+                dz += b[..., None] * (wc.sum() * p - wc)  # (SM13) (eps / C) (sum_c w_c p - w)
+        return _class_first(ctx.x_shape, dz)
 
 
 class SoftCrossEntropy(Function):
@@ -356,7 +439,8 @@ class SoftCrossEntropy(Function):
         loss = -(wc * qz * logp).sum(axis=-1)
         rows = loss.size
         ctx.save_for_backward(p, logp, qz)
-        ctx.meta = (x.shape, reduction, eps, wc, rows)
+        ctx.x_shape, ctx.reduction, ctx.eps, ctx.wc = x.shape, reduction, eps, wc
+        ctx.rows = rows
         if reduction == "none":
             return loss
         total = loss.sum()
@@ -367,19 +451,19 @@ class SoftCrossEntropy(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
         p, logp, qz = ctx.saved_arrays
-        x_shape, reduction, eps, wc, rows = ctx.meta
-        if reduction == "none":
+        rows = ctx.rows
+        if ctx.reduction == "none":
             scale = g[..., None]
-        elif reduction == "sum":
+        elif ctx.reduction == "sum":
             scale = g
         else:
             scale = divide_by_count(g, rows) if rows else g.dtype.type(0)  # (no rows at all)
-        wq = wc * qz
-        dz = (p * wq.sum(axis=-1, keepdims=True) - wq) * scale
-        dq = (-wc * logp) * scale
-        if eps:
-            dq = dq * (1 - eps)
-        return _class_first(x_shape, dz), _class_first(x_shape, dq)
+        wq = ctx.wc * qz
+        dz = (p * wq.sum(axis=-1, keepdims=True) - wq) * scale  # (SM12) p - q, weighted
+        dq = (-ctx.wc * logp) * scale
+        if ctx.eps:
+            dq = dq * (1 - ctx.eps)
+        return _class_first(ctx.x_shape, dz), _class_first(ctx.x_shape, dq)
 
 
 def _check_probability_target(x: Any, q: Any) -> None:
@@ -408,13 +492,14 @@ class NLLLoss(Function):
                 ignore_index: int = -100, reduction: str = "mean") -> Any:
         xp = get_array_module(x)
         ignore_index, _ = check_class_options("nll_loss", reduction, ignore_index)
-        tg = _HardTargets("nll_loss", x, target, weight, ignore_index)
+        tg = ClassIdTargets("nll_loss", x, target, weight, ignore_index)
         z, safe, w_y, valid = tg.z, tg.safe, tg.w_y, tg.valid
         picked = xp.take_along_axis(z, safe[..., None], axis=-1)[..., 0]
         loss = xp.where(valid, -w_y * picked, xp.zeros((), dtype=x.dtype))
         denom = w_y.sum() if reduction == "mean" else None
         ctx.save_for_backward(safe, w_y, valid)
-        ctx.meta = (x.shape, z.shape, reduction, denom, _zero_denominator(reduction, denom))
+        ctx.x_shape, ctx.z_shape, ctx.reduction, ctx.denom = x.shape, z.shape, reduction, denom
+        ctx.zero_denom = _zero_denominator(reduction, denom)
         if reduction == "none":
             return loss
         if reduction == "sum":
@@ -424,13 +509,12 @@ class NLLLoss(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         safe, w_y, valid = ctx.saved_arrays
-        x_shape, z_shape, reduction, denom, zero_denom = ctx.meta
         xp = get_array_module(g)
-        with _ieee(zero_denom):  # W = 0: 0 * inf is NaN at the counted targets, as in torch
-            coef = -w_y * _row_scale(g, reduction, denom, valid)  # (...,)
-        dz = xp.zeros(z_shape, dtype=g.dtype)
+        with _ieee(ctx.zero_denom):  # W = 0: 0 * inf is NaN at the counted targets, as torch
+            coef = -w_y * _row_scale(g, ctx.reduction, ctx.denom, valid)  # (...,)
+        dz = xp.zeros(ctx.z_shape, dtype=g.dtype)
         xp.put_along_axis(dz, safe[..., None], coef[..., None].astype(g.dtype), axis=-1)
-        return _class_first(x_shape, dz)
+        return _class_first(ctx.x_shape, dz)
 
 
 class MSELoss(Function):
@@ -543,14 +627,14 @@ class BCEWithLogits(Function):
         if w is not None:
             loss = loss * w
         ctx.save_for_backward(x, t, sp)
-        ctx.meta = (pw, lw, w, reduction)
+        ctx.pw, ctx.lw, ctx.w, ctx.reduction = pw, lw, w, reduction
         return _reduce_elementwise(loss, reduction)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
         x, t, sp = ctx.saved_arrays
-        pw, lw, w, reduction = ctx.meta
-        if reduction == "mean":
+        pw, lw, w = ctx.pw, ctx.lw, ctx.w
+        if ctx.reduction == "mean":
             g = divide_by_count(g, max(x.size, 1))
         s_neg = stable_sigmoid(-x)
         dx = (1 - t) - (lw * s_neg if lw is not None else s_neg)
@@ -624,15 +708,15 @@ class BinaryCrossEntropy(Function):
         if w is not None:
             loss = loss * w
         ctx.save_for_backward(x, t)
-        ctx.meta = (w, reduction)
+        ctx.w, ctx.reduction = w, reduction
         return _reduce_elementwise(loss, reduction)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
         x, t = ctx.saved_arrays
-        w, reduction = ctx.meta
+        w = ctx.w
         xp = get_array_module(x)
-        if reduction == "mean":
+        if ctx.reduction == "mean":
             g = divide_by_count(g, max(x.size, 1))
         denom = xp.maximum(x * (1 - x), x.dtype.type(BCE_EPSILON))
         dx = (x - t) / denom
