@@ -18,7 +18,7 @@ import numpy as np
 
 from . import ops
 from .backend import get_array_module
-from .bptt._common import check_flag
+from .bptt._checks import check_flag
 from .ops.losses import (
     BinaryCrossEntropy, check_ignore_index, check_unit_interval, takes_plain_path,
 )

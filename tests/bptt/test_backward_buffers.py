@@ -2,7 +2,7 @@
 
 * ``state_grads=False`` returns None for ``dh_all`` (and ``dc_all``) and every other gradient
   exactly (bit for bit) as with ``state_grads=True``;
-* the block size of the backward loop (``_common.CHUNK_ELEMS``) changes no bit of any result:
+* the block size of the backward loop (``_layout.CHUNK_ELEMS``) changes no bit of any result:
   one step per block, a few steps, and all steps in one block agree exactly;
 * backward only reads its cache: the cache arrays are unchanged afterwards, and a second
   backward on the same cache gives exactly the same gradients (what ``retain_graph=True``
@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-import tinygrad_rnn.bptt._common as common
+import tinygrad_rnn.bptt._layout as layout
 from tinygrad_rnn.bptt import (
     gru_backward, gru_forward, lstm_backward, lstm_forward, rnn_backward, rnn_forward,
 )
@@ -92,7 +92,7 @@ def test_block_size_of_the_backward_loop_changes_no_bit(
     cache, backward, ups = _run(variant, dtype, lengths, reverse)
     results = []
     for elems in (1, 3 * 5 * 4 * 2, 1 << 40):   # one step, a few steps, all steps per block
-        monkeypatch.setattr(common, "CHUNK_ELEMS", elems)
+        monkeypatch.setattr(layout, "CHUNK_ELEMS", elems)
         results.append(backward(*ups, cache))
     for other in results[1:]:
         _assert_grads_identical(results[0], other)

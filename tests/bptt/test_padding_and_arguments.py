@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import tinygrad_rnn.bptt._common as common
+import tinygrad_rnn.bptt._layout as layout
 from tinygrad_rnn import bptt
 from tinygrad_rnn.nn import GRU, LSTM, RNN
 from tinygrad_rnn.tensor import Tensor
@@ -81,7 +81,7 @@ def _run(a: dict, x: np.ndarray, dhs: np.ndarray, reverse: bool) -> dict[str, np
 def test_inf_and_nan_at_padded_steps_change_no_bit(variant: str, dtype: Any, reverse: bool,
                                                    chunk: int,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(common, "CHUNK_ELEMS", chunk)   # one step per block, or one block
+    monkeypatch.setattr(layout, "CHUNK_ELEMS", chunk)   # one step per block, or one block
     a = _inputs(variant, dtype)
     x0, dhs0 = a["x"].copy(), a["dhs"].copy()
     x0[PAD], dhs0[PAD] = 0, 0

@@ -25,7 +25,7 @@ import tinygrad_rnn as tr
 from tinygrad_rnn.bptt import (
     gru_forward, lstm_backward, lstm_forward, lstm_step_forward, rnn_backward, rnn_forward,
 )
-from tinygrad_rnn.bptt._common import sigmoid
+from tinygrad_rnn.ops.activations import tanh_sigmoid as sigmoid
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "recurrent.md"

@@ -7,7 +7,7 @@ unchanged. This layer imports only NumPy and :mod:`tinygrad_rnn.backend`.
 
 The kernels run on the device of their arrays (NumPy, CuPy, or the stand-in device): all
 arrays of one call must share a device, and ``lengths`` stays on the host (see
-:mod:`tinygrad_rnn.bptt._common`).
+:mod:`tinygrad_rnn.bptt._checks`).
 """
 from .elman import (
     RNNGrads, RNNSequenceCache, RNNStepCache, RNNStepGrads, rnn_backward, rnn_forward,

@@ -36,9 +36,9 @@ from typing import Any, NamedTuple
 
 from ..backend import get_array_module
 from ..ops.base import pairwise_sum
-from ._common import (
-    Array, StepMask, backward_order, bias_grads, check_cache, check_flag, check_grad_arg,
-    check_lengths, check_recurrent_args, combined_bias, forward_order, make_mask,
+from . import _checks as checks
+from ._layout import (
+    Array, StepMask, backward_order, bias_grads, combined_bias, forward_order, make_mask,
     select_valid, state_slots, zeros_or_copy,
 )
 
@@ -46,14 +46,6 @@ __all__ = [
     "RNNStepCache", "RNNStepGrads", "RNNSequenceCache", "RNNGrads",
     "rnn_step_forward", "rnn_step_backward", "rnn_forward", "rnn_backward",
 ]
-
-_NONLINEARITIES = ("tanh", "relu")
-
-
-def _check_nonlinearity(fname: str, nonlinearity: str) -> None:
-    if nonlinearity not in _NONLINEARITIES:
-        raise ValueError(f"{fname}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
-
 
 # --------------------------------------------------------------------------------------------
 # per-step pair (the readable reference)
@@ -105,10 +97,7 @@ def rnn_step_forward(
     ----
     (E1) a_t = x_t W_ih^T + b_ih + h_prev W_hh^T + b_hh;  (E2) h_t = phi(a_t).
     """
-    fname = "rnn_step_forward"
-    _check_nonlinearity(fname, nonlinearity)
-    check_recurrent_args(fname, 1, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh,
-                         sequence=False, x_name="x_t", h_name="h_prev")
+    checks.rnn_step_forward(x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh, nonlinearity)
     xp = get_array_module(x_t, h_prev, weight_ih, weight_hh)
     a_t = x_t @ weight_ih.T + h_prev @ weight_hh.T                    # (E1)  (N, H)
     if bias_ih is not None:
@@ -142,9 +131,7 @@ def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
     (E4) da_t = dh_t * phi'(a_t); (E5) dh_prev = da_t W_hh; (E6) dx_t = da_t W_ih;
     (E7) dW_ih = da_t^T x_t, dW_hh = da_t^T h_prev, db = sum_n da_t.
     """
-    fname = "rnn_step_backward"
-    check_cache(fname, cache, RNNStepCache, "rnn_step_forward")
-    check_grad_arg(fname, "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype, cache.h_t)
+    checks.step_backward("rnn_step_backward", cache, RNNStepCache, dh_t=dh_t)
     if cache.nonlinearity == "tanh":
         da_t = dh_t * (1 - cache.h_t * cache.h_t)                     # (E4)
     else:
@@ -166,7 +153,7 @@ class RNNSequenceCache(NamedTuple):
     """What :func:`rnn_backward` needs from :func:`rnn_forward`.
 
     ``states`` is the (T + 1, N, H) buffer of carried states laid out as described by
-    :class:`tinygrad_rnn.bptt._common.StateSlots` (h0 first, or last when ``reverse``).
+    :class:`tinygrad_rnn.bptt._layout.StateSlots` (h0 first, or last when ``reverse``).
     ``x`` is the input with 0 at padded steps (a copy, made only when a step is padded).
     """
 
@@ -213,7 +200,7 @@ def rnn_forward(
     nonlinearity : 'tanh' or 'relu'.
     lengths : optional int array (N,) on the host (list or NumPy), 0 <= lengths[n] <= T.
         Step t of sequence n is valid iff t < lengths[n]; invalid steps carry the state
-        unchanged and output 0. Device arrays are refused (see ``bptt._common``). The
+        unchanged and output 0. Device arrays are refused (see ``bptt._checks``). The
         entries of ``x`` at padded steps are never used (selected away, so inf or NaN there
         changes no output and no gradient).
     reverse : bool, process t = T-1 down to 0 (the backward half of a bidirectional layer).
@@ -248,13 +235,9 @@ def rnn_forward(
     >>> bool(norms[0] < 1e-3 * norms[-1])
     True
     """
-    fname = "rnn_forward"
-    _check_nonlinearity(fname, nonlinearity)
-    check_flag(fname, "reverse", reverse)
-    T, N, D, H = check_recurrent_args(fname, 1, x, h0, weight_ih, weight_hh, bias_ih,
-                                      bias_hh, sequence=True)
+    (T, N, D, H), lengths = checks.rnn_forward(x, h0, weight_ih, weight_hh, bias_ih, bias_hh,
+                                               nonlinearity, lengths, reverse)
     xp = get_array_module(x, h0, weight_ih, weight_hh)
-    lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
     mask = make_mask(lengths, T, xp)
     slots = state_slots(T, reverse)
@@ -320,16 +303,10 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     da_t = phi'(a_t) * dh_t) and the recurrent GEMM (E5); (E6), (E7) are one GEMM each over
     the stacked T*N rows afterwards.
     """
-    fname = "rnn_backward"
-    check_cache(fname, cache, RNNSequenceCache, "rnn_forward")
-    check_flag(fname, "input_grad", input_grad)
-    check_flag(fname, "state_grads", state_grads)
+    T, N, D, H = checks.sequence_backward("rnn_backward", cache, RNNSequenceCache, input_grad,
+                                          state_grads, dhs=dhs, dh_n=dh_n)
     x, states, mask = cache.x, cache.states, cache.mask
-    T, N, D = (int(s) for s in x.shape)
-    H = int(states.shape[2])
     dtype = states.dtype
-    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype, states)
-    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype, states)
     xp = get_array_module(states, dhs, dh_n)
     slots = state_slots(T, cache.reverse)
     h_out = slots.out_all(states, T)            # (T, N, H) state produced at each t

@@ -61,23 +61,18 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import get_array_module
+from ..ops.activations import tanh_half_to_sigmoid_, tanh_sigmoid
 from ..ops.base import pairwise_sum
-from ._common import (
-    Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
-    copy_with,
-    check_grad_arg, check_lengths, check_recurrent_args, forward_order, make_mask,
-    select_valid, sigmoid, state_slots, tanh_half_to_sigmoid_, zeros_or_copy,
+from . import _checks as checks
+from ._layout import (
+    Array, StepMask, backward_chunks, backward_order, bias_grads, copy_with, forward_order,
+    make_mask, select_valid, state_slots, zeros_or_copy,
 )
 
 __all__ = [
     "GRUStepCache", "GRUStepGrads", "GRUSequenceCache", "GRUGrads",
     "gru_step_forward", "gru_step_backward", "gru_forward", "gru_backward",
 ]
-
-
-def _check_reset(fname: str, reset: str) -> None:
-    if reset not in ("after", "before"):
-        raise ValueError(f"{fname}: reset must be 'after' or 'before', got {reset!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,10 +129,8 @@ def gru_step_forward(
     -----
     The update gate z_t weights h_prev: h_t = (1 - z_t) n_t + z_t h_prev.
     """
-    fname = "gru_step_forward"
-    _check_reset(fname, reset)
-    _, N, D, H = check_recurrent_args(fname, 3, x_t, h_prev, weight_ih, weight_hh, bias_ih,
-                                      bias_hh, sequence=False, x_name="x_t", h_name="h_prev")
+    _, N, D, H = checks.gru_step_forward(x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh,
+                                         reset)
     xp = get_array_module(x_t, h_prev, weight_ih, weight_hh)
     W_ir, W_iz, W_in = weight_ih[:H], weight_ih[H:2 * H], weight_ih[2 * H:]
     W_hr, W_hz, W_hn = weight_hh[:H], weight_hh[H:2 * H], weight_hh[2 * H:]
@@ -147,8 +140,8 @@ def gru_step_forward(
     b_ir, b_iz, b_in = b_i[:H], b_i[H:2 * H], b_i[2 * H:]
     b_hr, b_hz, b_hn = b_h[:H], b_h[H:2 * H], b_h[2 * H:]
 
-    r_t = sigmoid(x_t @ W_ir.T + b_ir + h_prev @ W_hr.T + b_hr, xp)           # (G1)
-    z_t = sigmoid(x_t @ W_iz.T + b_iz + h_prev @ W_hz.T + b_hz, xp)           # (G2)
+    r_t = tanh_sigmoid(x_t @ W_ir.T + b_ir + h_prev @ W_hr.T + b_hr, xp)      # (G1)
+    z_t = tanh_sigmoid(x_t @ W_iz.T + b_iz + h_prev @ W_hz.T + b_hz, xp)      # (G2)
     if reset == "after":
         hn_t = h_prev @ W_hn.T + b_hn                                         # (G3)
         rh_t = None
@@ -175,9 +168,7 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
     -------
     :class:`GRUStepGrads` (dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh).
     """
-    fname = "gru_step_backward"
-    check_cache(fname, cache, GRUStepCache, "gru_step_forward")
-    check_grad_arg(fname, "dh_t", dh_t, cache.h_t.shape, cache.h_t.dtype, cache.h_t)
+    checks.step_backward("gru_step_backward", cache, GRUStepCache, dh_t=dh_t)
     xp = get_array_module(dh_t, cache.h_t)
     c = cache
     H = int(c.h_t.shape[1])
@@ -216,7 +207,7 @@ class GRUSequenceCache(NamedTuple):
     ``gates`` holds the activations r, z, n of every step (T, N, 3H) in the row order r, z, n;
     ``hn`` the recurrent n-term h_{t-1} W_hn^T + b_hn (reset='after') or ``rh`` the reset state
     r_t * h_{t-1} (reset='before'), (T, N, H); ``states`` the (T + 1, N, H) state buffer laid
-    out as in :class:`tinygrad_rnn.bptt._common.StateSlots`. ``x`` is the input with 0 at
+    out as in :class:`tinygrad_rnn.bptt._layout.StateSlots`. ``x`` is the input with 0 at
     padded steps (a copy, made only when a step is padded), so every array here holds finite
     numbers at padded steps whenever the states and weights are finite.
     """
@@ -293,13 +284,9 @@ def gru_forward(
     >>> g.dh_all.shape, g.dbias_ih is None
     ((6, 2, 4), True)
     """
-    fname = "gru_forward"
-    _check_reset(fname, reset)
-    check_flag(fname, "reverse", reverse)
-    T, N, D, H = check_recurrent_args(fname, 3, x, h0, weight_ih, weight_hh, bias_ih,
-                                      bias_hh, sequence=True)
+    (T, N, D, H), lengths = checks.gru_forward(x, h0, weight_ih, weight_hh, bias_ih, bias_hh,
+                                               reset, lengths, reverse)
     xp = get_array_module(x, h0, weight_ih, weight_hh)
-    lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
     mask = make_mask(lengths, T, xp)
     slots = state_slots(T, reverse)
@@ -416,16 +403,10 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     the recurrence; the weight and input gradients are single GEMMs over the stacked T*N
     rows afterwards.
     """
-    fname = "gru_backward"
-    check_cache(fname, cache, GRUSequenceCache, "gru_forward")
-    check_flag(fname, "input_grad", input_grad)
-    check_flag(fname, "state_grads", state_grads)
+    T, N, D, H = checks.sequence_backward("gru_backward", cache, GRUSequenceCache, input_grad,
+                                          state_grads, dhs=dhs, dh_n=dh_n)
     x, states, gates, mask = cache.x, cache.states, cache.gates, cache.mask
-    T, N, D = (int(s) for s in x.shape)
-    H = int(states.shape[2])
     dtype = states.dtype
-    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype, states)
-    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype, states)
     xp = get_array_module(states, dhs, dh_n)
     slots = state_slots(T, cache.reverse)
     after = cache.reset == "after"
@@ -446,6 +427,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         drh = xp.empty((N, H), dtype=dtype)
     blocks = backward_chunks(T, cache.reverse, N * 3 * H)
     size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
+    # the gate-derivative factors k_n, k_z, k_r of (G6)-(G8): docs/recurrent.md section 7
     k_n_buf, k_z_buf, k_r_buf = (xp.empty((size, N, H), dtype=dtype) for _ in range(3))
     if mask is not None and mask.padded:
         z_pass_buf = xp.empty((size, N, H), dtype=dtype)

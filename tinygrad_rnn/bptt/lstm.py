@@ -57,22 +57,18 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..backend import get_array_module
+from ..ops.activations import tanh_half_to_sigmoid_, tanh_sigmoid
 from ..ops.base import pairwise_sum
-from ._common import (
-    Array, StepMask, backward_chunks, backward_order, bias_grads, check_cache, check_flag,
-    copy_with,
-    check_grad_arg, check_lengths, check_recurrent_args, combined_bias, forward_order,
-    make_mask, select_valid, sigmoid, state_slots, tanh_half_to_sigmoid_, zeros_or_copy,
+from . import _checks as checks
+from ._layout import (
+    Array, StepMask, backward_chunks, backward_order, bias_grads, combined_bias, copy_with,
+    forward_order, lstm_gates, make_mask, select_valid, state_slots, zeros_or_copy,
 )
 
 __all__ = [
     "LSTMStepCache", "LSTMStepGrads", "LSTMSequenceCache", "LSTMGrads",
     "lstm_step_forward", "lstm_step_backward", "lstm_forward", "lstm_backward",
 ]
-
-
-def _n_gates(coupled: bool) -> int:
-    return 3 if coupled else 4
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,13 +128,9 @@ def lstm_step_forward(
     -------
     h_t, c_t : (N, H) and the :class:`LSTMStepCache`.
     """
-    fname = "lstm_step_forward"
-    check_flag(fname, "coupled", coupled)
-    G = _n_gates(coupled)
-    _, N, D, H = check_recurrent_args(
-        fname, G, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh, sequence=False,
-        cell=True, c0=c_prev, weight_ch=weight_ch, peepholes=G - 1, x_name="x_t", h_name="h_prev",
-        c_name="c_prev")
+    _, N, D, H = checks.lstm_step_forward(x_t, h_prev, c_prev, weight_ih, weight_hh, bias_ih,
+                                          bias_hh, weight_ch, coupled)
+    G = lstm_gates(coupled)
     xp = get_array_module(x_t, h_prev, c_prev, weight_ih, weight_hh)
     a = x_t @ weight_ih.T + h_prev @ weight_hh.T            # (N, G*H) gate pre-activations
     if bias_ih is not None:
@@ -156,13 +148,13 @@ def lstm_step_forward(
         if not coupled:
             a_i = a_i + w_c[0] * c_prev                                      # (L1)
         a_f = a_f + w_c[-2] * c_prev                                         # (L2)
-    f_t = sigmoid(a_f, xp)                                                   # (L2)
-    i_t = 1 - f_t if coupled else sigmoid(a_i, xp)                          # (L1)
+    f_t = tanh_sigmoid(a_f, xp)                                              # (L2)
+    i_t = 1 - f_t if coupled else tanh_sigmoid(a_i, xp)                      # (L1)
     g_t = xp.tanh(a_g)                                                       # (L3)
     c_t = f_t * c_prev + i_t * g_t                                           # (L4)
     if weight_ch is not None:
         a_o = a_o + w_c[-1] * c_t                                            # (L5)
-    o_t = sigmoid(a_o, xp)                                                   # (L5)
+    o_t = tanh_sigmoid(a_o, xp)                                              # (L5)
     tanh_c = xp.tanh(c_t)
     h_t = o_t * tanh_c                                                       # (L6)
     cache = LSTMStepCache(x_t, h_prev, c_prev, i_t, f_t, g_t, o_t, c_t, tanh_c, h_t,
@@ -185,11 +177,8 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     :class:`LSTMStepGrads` (dx_t, dh_prev, dc_prev, dweight_ih, dweight_hh, dbias_ih,
     dbias_hh, dweight_ch).
     """
-    fname = "lstm_step_backward"
-    check_cache(fname, cache, LSTMStepCache, "lstm_step_forward")
+    checks.step_backward("lstm_step_backward", cache, LSTMStepCache, dh_t=dh_t, dc_t=dc_t)
     c = cache
-    check_grad_arg(fname, "dh_t", dh_t, c.h_t.shape, c.h_t.dtype, c.h_t)
-    check_grad_arg(fname, "dc_t", dc_t, c.c_t.shape, c.c_t.dtype, c.h_t)
     xp = get_array_module(dh_t, c.h_t)
     H = int(c.h_t.shape[1])
     i_t, f_t, g_t, o_t = c.i_t, c.f_t, c.g_t, c.o_t
@@ -236,13 +225,13 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
 # --------------------------------------------------------------------------------------------
 # fused sequence pair (the fast path)
 # --------------------------------------------------------------------------------------------
-def _o_first(w: Array, H: int, xp: Any) -> Array:
+def _to_internal_order(w: Array, H: int, xp: Any) -> Array:
     """Rows (i, f, g, o) -> (o, i, f, g), or (f, g, o) -> (o, f, g): move the o block first."""
     return xp.concatenate([w[-H:], w[:-H]], axis=0)
 
 
-def _o_last(w: Array, H: int, xp: Any) -> Array:
-    """Inverse of :func:`_o_first`: back to PyTorch's row order."""
+def _to_torch_order(w: Array, H: int, xp: Any) -> Array:
+    """Inverse of :func:`_to_internal_order`: back to PyTorch's row order."""
     return xp.concatenate([w[H:], w[:H]], axis=0)
 
 
@@ -254,7 +243,7 @@ class LSTMSequenceCache(NamedTuple):
     (one in-place sigmoid per step) and the gates multiplied by dc_t in (L10) form another
     (one multiply per step in backward). ``weight_ih_o`` / ``weight_hh_o`` are the weights
     with rows in that order. ``h_states`` / ``c_states`` are (T + 1, N, H) buffers laid out as
-    in :class:`tinygrad_rnn.bptt._common.StateSlots`. ``x`` is the input with 0 at padded
+    in :class:`tinygrad_rnn.bptt._layout.StateSlots`. ``x`` is the input with 0 at padded
     steps (a copy, made only when a step is padded). tanh(c_t) is not kept: backward
     recomputes it from ``c_states`` (the same ``tanh`` on the same numbers, so the same bits),
     which saves a (T, N, H) array for the whole time between forward and backward.
@@ -346,26 +335,21 @@ def lstm_forward(
     >>> grads.dweight_ih.shape, float(np.abs(grads.dx[3:, 1]).max())   # padded steps: 0
     ((16, 3), 0.0)
     """
-    fname = "lstm_forward"
-    check_flag(fname, "coupled", coupled)
-    check_flag(fname, "reverse", reverse)
-    G = _n_gates(coupled)
-    T, N, D, H = check_recurrent_args(
-        fname, G, x, h0, weight_ih, weight_hh, bias_ih, bias_hh, sequence=True, cell=True,
-        c0=c0, weight_ch=weight_ch, peepholes=G - 1)
+    (T, N, D, H), lengths = checks.lstm_forward(x, h0, c0, weight_ih, weight_hh, bias_ih,
+                                                bias_hh, weight_ch, coupled, lengths, reverse)
+    G = lstm_gates(coupled)
     xp = get_array_module(x, h0, c0, weight_ih, weight_hh)
-    lengths = check_lengths(fname, lengths, T, N)
     dtype = x.dtype
     mask = make_mask(lengths, T, xp)
     slots = state_slots(T, reverse)
     x = select_valid(x, mask)               # padded inputs: 0 (a copy; caller's x kept)
-    S = (G - 1) * H                     # end of the sigmoid block (o, i, f) / (o, f)
+    n_sig = (G - 1) * H                 # end of the sigmoid block (o, i, f) / (o, f)
 
     # internal row order: o first, then PyTorch's order without o
-    w_ih_o = _o_first(weight_ih, H, xp)
-    w_hh_o = _o_first(weight_hh, H, xp)
+    w_ih_o = _to_internal_order(weight_ih, H, xp)
+    w_hh_o = _to_internal_order(weight_hh, H, xp)
     scale = xp.ones((G * H, 1), dtype=dtype)
-    scale[:S] = 0.5
+    scale[:n_sig] = 0.5
     w_ih_s = w_ih_o * scale
     w_hh_s = w_hh_o * scale                               # (G*H, H)
 
@@ -373,7 +357,7 @@ def lstm_forward(
     gates = xp.matmul(x.reshape(T * N, D), w_ih_s.T).reshape(T, N, G * H)
     bias = combined_bias(bias_ih, bias_hh)
     if bias is not None:
-        gates += _o_first(bias, H, xp) * scale[:, 0]
+        gates += _to_internal_order(bias, H, xp) * scale[:, 0]
 
     h_states = xp.empty((T + 1, N, H), dtype=dtype)
     c_states = xp.empty((T + 1, N, H), dtype=dtype)
@@ -381,7 +365,7 @@ def lstm_forward(
     c_states[slots.initial] = c0
     rec = xp.empty((G * H, N), dtype=dtype)   # recurrent GEMM output, column form
     tmp = xp.empty((N, H), dtype=dtype)
-    tc = xp.empty((N, H), dtype=dtype)        # tanh(c_t) of the current step
+    tanh_c = xp.empty((N, H), dtype=dtype)    # tanh(c_t) of the current step
     if weight_ch is not None:
         # 0.5-scaled peepholes for the gates that see c_{t-1} (i, f or f) and for o
         w_c_prev = (weight_ch[:-H] * 0.5).reshape(G - 2, H)
@@ -395,19 +379,19 @@ def lstm_forward(
         c_t = c_states[t + slots.out_offset]
         a = gates[t]                                      # (N, G*H), becomes the activations
         o = a[:, :H]
-        f = a[:, S - H:S]
-        g = a[:, S:]
+        f = a[:, n_sig - H:n_sig]
+        g = a[:, n_sig:]
         xp.matmul(w_hh_s, h_prev.T, out=rec)              # W_hh h_{t-1}, (G*H, N)
         a += rec.T
         if weight_ch is None:
             xp.tanh(a, out=a)
-            tanh_half_to_sigmoid_(a[:, :S])                          # (L1), (L2), (L5)
+            tanh_half_to_sigmoid_(a[:, :n_sig])                      # (L1), (L2), (L5)
         else:
-            a_cprev = a[:, H:S]                                      # i, f (or f) pre-acts
+            a_cprev = a[:, H:n_sig]                                  # i, f (or f) pre-acts
             xp.multiply(c_prev[:, None, :], w_c_prev, out=peep_tmp)
-            a_cprev += peep_tmp.reshape(N, S - H)                    # (L1), (L2) peepholes
+            a_cprev += peep_tmp.reshape(N, n_sig - H)                # (L1), (L2) peepholes
             xp.tanh(a[:, H:], out=a[:, H:])                          # (L3)
-            tanh_half_to_sigmoid_(a[:, H:S])                         # (L1), (L2)
+            tanh_half_to_sigmoid_(a[:, H:n_sig])                     # (L1), (L2)
         # (L4) c_t = f * c_prev + i * g   (coupled: c_t = g + f * (c_prev - g))
         if coupled:
             xp.subtract(c_prev, g, out=c_t)
@@ -422,8 +406,8 @@ def lstm_forward(
             o += tmp                                                 # (L5) peephole on c_t
             xp.tanh(o, out=o)
             tanh_half_to_sigmoid_(o)                                 # (L5)
-        xp.tanh(c_t, out=tc)
-        xp.multiply(o, tc, out=h_t)                                  # (L6)
+        xp.tanh(c_t, out=tanh_c)
+        xp.multiply(o, tanh_c, out=h_t)                                  # (L6)
         if mask is not None:
             xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry h and c
             xp.copyto(c_t, c_prev, where=mask.invalid[t])
@@ -476,20 +460,13 @@ def lstm_backward(
     GEMM (L12). The input and weight gradients are single GEMMs over the stacked T*N rows
     afterwards.
     """
-    fname = "lstm_backward"
-    check_cache(fname, cache, LSTMSequenceCache, "lstm_forward")
-    check_flag(fname, "input_grad", input_grad)
-    check_flag(fname, "state_grads", state_grads)
+    T, N, D, H = checks.sequence_backward("lstm_backward", cache, LSTMSequenceCache, input_grad,
+                                          state_grads, dhs=dhs, dh_n=dh_n, dc_n=dc_n)
     c = cache
     x, mask, coupled = c.x, c.mask, c.coupled
-    T, N, D = (int(s) for s in x.shape)
-    H = int(c.h_states.shape[2])
-    G = _n_gates(coupled)
-    S = (G - 1) * H
+    G = lstm_gates(coupled)
+    n_sig = (G - 1) * H                 # end of the sigmoid block (o, i, f) / (o, f)
     dtype = c.h_states.dtype
-    check_grad_arg(fname, "dhs", dhs, (T, N, H), dtype, c.h_states)
-    check_grad_arg(fname, "dh_n", dh_n, (N, H), dtype, c.h_states)
-    check_grad_arg(fname, "dc_n", dc_n, (N, H), dtype, c.h_states)
     xp = get_array_module(c.h_states, dhs, dh_n, dc_n)
     slots = state_slots(T, c.reverse)
     peep = c.weight_ch
@@ -519,7 +496,9 @@ def lstm_backward(
         peep_tmp = xp.empty((N, G - 2, H), dtype=dtype)
     blocks = backward_chunks(T, c.reverse, N * G * H)
     size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
-    tc_buf = xp.empty((size, N, H), dtype=dtype)
+    # k (the factors of (L8), (L10), in da's rows) and p (the factor of (L9)) are named in
+    # docs/recurrent.md section 7; f_pass is the factor of (L11): f_t, or 1 at padded steps
+    tanh_c_buf = xp.empty((size, N, H), dtype=dtype)
     p_buf = xp.empty((size, N, H), dtype=dtype)
     if mask is not None and mask.padded:
         f_pass_buf = xp.empty((size, N, H), dtype=dtype)
@@ -530,16 +509,16 @@ def lstm_backward(
         k = da[t0:t1]
         a = gates[t0:t1]
         o = a[:, :, :H]
-        f = a[:, :, S - H:S]
-        g = a[:, :, S:]
-        tc = tc_buf[:t1 - t0]
-        xp.tanh(c_out_all[t0:t1], out=tc)                     # tanh(c_t), as in forward
-        sig = a[:, :, :S]
-        k_sig = k[:, :, :S]
+        f = a[:, :, n_sig - H:n_sig]
+        g = a[:, :, n_sig:]
+        tanh_c = tanh_c_buf[:t1 - t0]
+        xp.tanh(c_out_all[t0:t1], out=tanh_c)                 # tanh(c_t), as in forward
+        sig = a[:, :, :n_sig]
+        k_sig = k[:, :, :n_sig]
         xp.subtract(1, sig, out=k_sig)
         k_sig *= sig                                          # sigma (1 - sigma) for o, i, f
-        k[:, :, :H] *= tc                                     # (L8)  da_o = dh * k_o
-        k_g = k[:, :, S:]
+        k[:, :, :H] *= tanh_c                                 # (L8)  da_o = dh * k_o
+        k_g = k[:, :, n_sig:]
         xp.multiply(g, g, out=k_g)
         xp.subtract(1, k_g, out=k_g)                          # 1 - g^2
         if coupled:
@@ -550,7 +529,7 @@ def lstm_backward(
             k[:, :, H:2 * H] *= g                             # (L10) da_i = dc * g i (1 - i)
             k[:, :, 2 * H:3 * H] *= c_prev_all[t0:t1]         # (L10) da_f = dc * c_prev f (1 - f)
         p = p_buf[:t1 - t0]
-        xp.multiply(tc, tc, out=p)
+        xp.multiply(tanh_c, tanh_c, out=p)
         xp.subtract(1, p, out=p)
         p *= o                                                # (L9)  dc += dh * p
         f_pass = f                                            # (L11) dc_prev = dc * f_pass
@@ -591,11 +570,11 @@ def lstm_backward(
                 xp.copyto(dh_carried, dh_t, where=mask.invalid[ts])      # padded: pass through
 
     da2 = da.reshape(T * N, G * H)
-    dweight_ih = _o_last(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)               # (L13)
+    dweight_ih = _to_torch_order(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)             # (L13)
     h_prev2 = slots.prev_all(c.h_states, T).reshape(T * N, H)
-    dweight_hh = _o_last(xp.matmul(da2.T, h_prev2), H, xp)                           # (L13)
-    dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D) if input_grad else None       # (L13)
-    db = _o_last(pairwise_sum(da2, (0,)), H, xp)  # float32 error not growing with T*N
+    dweight_hh = _to_torch_order(xp.matmul(da2.T, h_prev2), H, xp)                         # (L13)
+    dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D) if input_grad else None            # (L13)
+    db = _to_torch_order(pairwise_sum(da2, (0,)), H, xp)  # float32 error not growing with T*N
     dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
     dweight_ch = None
     if peep is not None:

@@ -1,7 +1,10 @@
-"""Shared pieces of the explicit BPTT kernels: the sigmoid, argument checks, masks, state slots.
+"""Argument checks of the BPTT kernels, so that each kernel body reads as its math.
 
-Everything here works on raw backend arrays (NumPy, CuPy or the stand-in device) and imports
-nothing above :mod:`tinygrad_rnn.backend`.
+Every kernel starts with one call into this module (``checks.rnn_forward(...)``,
+``checks.sequence_backward(...)``, ...), which raises a TypeError, ValueError or RuntimeError
+naming the kernel, the argument and the full shapes and dtypes involved, and returns the sizes
+read off the validated arguments. Raw backend arrays only; nothing above
+:mod:`tinygrad_rnn.backend`.
 
 Devices
 -------
@@ -11,36 +14,6 @@ names the two devices otherwise). ``lengths`` is the one exception: like PyTorch
 sequence lengths as a CPU tensor, the kernels take them on the host (a list or NumPy array),
 validate them there, build the step mask there and copy the mask to the device once. Lengths
 given as device data are refused with a TypeError rather than copied back silently.
-
-The sigmoid used by every kernel
---------------------------------
-All gates use the identity ``sigma(a) = 0.5 * tanh(0.5 * a) + 0.5``. It is branch-free, never
-overflows (``tanh`` saturates at +-1), works in place, and costs one ``tanh`` plus two cheap
-passes. Its error is *absolute*: at most about one ulp of 1 (1.1e-16 in float64, 6e-8 in
-float32). Relative accuracy is lost only where sigma(a) itself drops below machine epsilon
-(a < -37 in float64), where a gate value of 0 instead of 1e-17 changes nothing downstream.
-The fused sequence kernels go one step further: they pre-scale the sigmoid rows of the weights
-and biases by 0.5 (exact in binary floating point), so a single in-place ``tanh`` covers the
-sigmoid gates and the ``tanh`` gate together and only ``0.5 * t + 0.5`` remains.
-
-Padded steps
-------------
-With ``lengths``, the values a caller puts at padded steps (``x`` and the upstream ``dhs``
-there) are dropped with *selects*, never with 0/1 multiplications: ``0 * inf`` and
-``0 * nan`` are NaN, so a multiplication would let garbage in the padding turn every
-gradient into NaN. The forward kernels replace the padded rows of ``x`` by 0 before the
-input projection (:func:`select_valid`, on a copy; the cache keeps that copy, so the weight
-gradient GEMM never sees them either), and the backward kernels select 0 for the padded
-entries of ``dhs`` and of the gate-derivative factors (:meth:`StepMask.rows`). Inputs
-without inf or NaN give the same numbers either way.
-
-The recurrent GEMM in column form
----------------------------------
-Per step the fused forward kernels compute W_hh h_{t-1}^T, a (G*H, N) product with the weight
-as the *left* operand, into a preallocated buffer, and add its transpose into the gate rows.
-The numbers are those of h_{t-1} W_hh^T; the point is speed: with a small batch N, OpenBLAS
-runs this orientation up to 1.8x faster (measured on AVX-512 kernels; equal on AVX2 ones),
-and the transposed add costs far less than the difference.
 """
 from __future__ import annotations
 
@@ -49,33 +22,128 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..backend import device_of, get_array_module
-
-#: A NumPy or CuPy array (the kernels are written once for both).
-Array = Any
+from ._layout import Array, lstm_gates
 
 
 # --------------------------------------------------------------------------------------------
-# sigmoid
+# one call per kernel
 # --------------------------------------------------------------------------------------------
-def sigmoid(a: Array, xp: Any) -> Array:
-    """Return sigma(a) = 0.5 * tanh(0.5 * a) + 0.5 as a new array (stable for any ``a``)."""
-    out = xp.multiply(a, 0.5)
-    xp.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
+def rnn_step_forward(x_t: Array, h_prev: Array, weight_ih: Array, weight_hh: Array,
+                     bias_ih: Array | None, bias_hh: Array | None,
+                     nonlinearity: str) -> Sizes:
+    """The arguments of :func:`tinygrad_rnn.bptt.rnn_step_forward`; returns (0, N, D, H)."""
+    fname = "rnn_step_forward"
+    check_nonlinearity(fname, nonlinearity)
+    return check_recurrent_args(fname, 1, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh,
+                                sequence=False, x_name="x_t", h_name="h_prev")
 
 
-def tanh_half_to_sigmoid_(t: Array) -> Array:
-    """In place: turn t = tanh(0.5 * a) into sigma(a) = 0.5 * t + 0.5."""
-    t *= 0.5
-    t += 0.5
-    return t
+def rnn_forward(x: Array, h0: Array, weight_ih: Array, weight_hh: Array,
+                bias_ih: Array | None, bias_hh: Array | None, nonlinearity: str,
+                lengths: Any, reverse: Any) -> tuple[Sizes, np.ndarray | None]:
+    """The arguments of :func:`tinygrad_rnn.bptt.rnn_forward`; returns the sizes (T, N, D, H)
+    and the validated host lengths (None stays None)."""
+    fname = "rnn_forward"
+    check_nonlinearity(fname, nonlinearity)
+    check_flag(fname, "reverse", reverse)
+    sizes = check_recurrent_args(fname, 1, x, h0, weight_ih, weight_hh, bias_ih, bias_hh,
+                                 sequence=True)
+    return sizes, check_lengths(fname, lengths, sizes.T, sizes.N)
+
+
+def gru_step_forward(x_t: Array, h_prev: Array, weight_ih: Array, weight_hh: Array,
+                     bias_ih: Array | None, bias_hh: Array | None, reset: str) -> Sizes:
+    """The arguments of :func:`tinygrad_rnn.bptt.gru_step_forward`; returns (0, N, D, H)."""
+    fname = "gru_step_forward"
+    check_reset(fname, reset)
+    return check_recurrent_args(fname, 3, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh,
+                                sequence=False, x_name="x_t", h_name="h_prev")
+
+
+def gru_forward(x: Array, h0: Array, weight_ih: Array, weight_hh: Array,
+                bias_ih: Array | None, bias_hh: Array | None, reset: str, lengths: Any,
+                reverse: Any) -> tuple[Sizes, np.ndarray | None]:
+    """The arguments of :func:`tinygrad_rnn.bptt.gru_forward`; returns the sizes (T, N, D, H)
+    and the validated host lengths (None stays None)."""
+    fname = "gru_forward"
+    check_reset(fname, reset)
+    check_flag(fname, "reverse", reverse)
+    sizes = check_recurrent_args(fname, 3, x, h0, weight_ih, weight_hh, bias_ih, bias_hh,
+                                 sequence=True)
+    return sizes, check_lengths(fname, lengths, sizes.T, sizes.N)
+
+
+def lstm_step_forward(x_t: Array, h_prev: Array, c_prev: Array, weight_ih: Array,
+                      weight_hh: Array, bias_ih: Array | None, bias_hh: Array | None,
+                      weight_ch: Array | None, coupled: Any) -> Sizes:
+    """The arguments of :func:`tinygrad_rnn.bptt.lstm_step_forward`; returns (0, N, D, H)."""
+    fname = "lstm_step_forward"
+    check_flag(fname, "coupled", coupled)
+    G = lstm_gates(coupled)
+    return check_recurrent_args(
+        fname, G, x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh, sequence=False,
+        cell=True, c0=c_prev, weight_ch=weight_ch, peepholes=G - 1, x_name="x_t",
+        h_name="h_prev", c_name="c_prev")
+
+
+def lstm_forward(x: Array, h0: Array, c0: Array, weight_ih: Array, weight_hh: Array,
+                 bias_ih: Array | None, bias_hh: Array | None, weight_ch: Array | None,
+                 coupled: Any, lengths: Any, reverse: Any) -> tuple[Sizes, np.ndarray | None]:
+    """The arguments of :func:`tinygrad_rnn.bptt.lstm_forward`; returns the sizes (T, N, D, H)
+    and the validated host lengths (None stays None)."""
+    fname = "lstm_forward"
+    check_flag(fname, "coupled", coupled)
+    check_flag(fname, "reverse", reverse)
+    G = lstm_gates(coupled)
+    sizes = check_recurrent_args(
+        fname, G, x, h0, weight_ih, weight_hh, bias_ih, bias_hh, sequence=True, cell=True,
+        c0=c0, weight_ch=weight_ch, peepholes=G - 1)
+    return sizes, check_lengths(fname, lengths, sizes.T, sizes.N)
+
+
+def step_backward(fname: str, cache: Any, cache_type: type, **grads: Array | None) -> None:
+    """The arguments of a per-step backward ``fname``: ``cache`` must be the ``cache_type``
+    of the matching forward, and each upstream gradient ``d<name>`` None or shaped, typed and
+    placed like the cache's ``<name>`` (``dh_t`` like ``cache.h_t``)."""
+    check_cache(fname, cache, cache_type, fname.replace("backward", "forward"))
+    for name, g in grads.items():
+        like = getattr(cache, name[1:])
+        check_grad_arg(fname, name, g, like.shape, like.dtype, cache.h_t)
+
+
+def sequence_backward(fname: str, cache: Any, cache_type: type, input_grad: Any,
+                      state_grads: Any, **grads: Array | None) -> Sizes:
+    """The arguments of a fused backward ``fname``: the cache of the matching forward, the
+    two switches, and the upstream gradients (``dhs`` (T, N, H), the others (N, H)), each None
+    or of the forward's dtype and device. Returns the sizes (T, N, D, H) of the forward."""
+    check_cache(fname, cache, cache_type, fname.replace("backward", "forward"))
+    check_flag(fname, "input_grad", input_grad)
+    check_flag(fname, "state_grads", state_grads)
+    # the (T + 1, N, H) buffer of hidden states (the LSTM's is h_states, next to c_states)
+    states = cache.h_states if "h_states" in cache._fields else cache.states
+    T, N, D = (int(s) for s in cache.x.shape)
+    H = int(states.shape[2])
+    for name, g in grads.items():
+        shape = (T, N, H) if name == "dhs" else (N, H)
+        check_grad_arg(fname, name, g, shape, states.dtype, states)
+    return Sizes(T, N, D, H)
 
 
 # --------------------------------------------------------------------------------------------
-# argument checks
+# the checks they are made of
 # --------------------------------------------------------------------------------------------
+def check_nonlinearity(fname: str, nonlinearity: str) -> None:
+    """The Elman nonlinearity is 'tanh' or 'relu'."""
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"{fname}: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+
+
+def check_reset(fname: str, reset: str) -> None:
+    """Where the GRU's reset gate acts: 'after' (PyTorch) or 'before' the recurrent GEMM."""
+    if reset not in ("after", "before"):
+        raise ValueError(f"{fname}: reset must be 'after' or 'before', got {reset!r}")
+
+
 def _shape(a: Array) -> tuple[int, ...]:
     return tuple(int(s) for s in a.shape)
 
@@ -280,157 +348,3 @@ def check_lengths(fname: str, lengths: Any, T: int, N: int) -> np.ndarray | None
     return lengths
 
 
-# --------------------------------------------------------------------------------------------
-# masks and state slots
-# --------------------------------------------------------------------------------------------
-class StepMask(NamedTuple):
-    """Which (t, n) are padded (t >= lengths[n]), for variable-length batches.
-
-    ``invalid`` is the boolean (T, N, 1) mask on the device of the data, True at padded
-    steps; the per-step carries select with it (``xp.copyto(h_t, h_prev, where=invalid[t])``).
-    ``pad`` (2, P) lists the time and batch index of every padded step on the device, sorted
-    by time, and ``pad_t`` is a host copy of its time row. Zeroing whole padded rows through
-    these indices (:meth:`rows`) is a select, like ``copyto(..., where=invalid)``, but
-    touches only the padded rows, which is several times faster.
-    """
-
-    invalid: Array
-    pad: Array
-    pad_t: np.ndarray
-
-    @property
-    def padded(self) -> bool:
-        """Whether any step is padded at all."""
-        return self.pad_t.size > 0
-
-    def rows(self, t0: int, t1: int) -> tuple[Array, Array] | None:
-        """The index ``(t - t0, n)`` of every padded step with t0 <= t < t1, for a block
-        ``a`` holding the time indices t0..t1-1 on its first axis and the batch on its
-        second (``a[rows] = 0`` zeroes those steps, whatever they held); None when the
-        block has no padded step."""
-        lo, hi = (int(i) for i in np.searchsorted(self.pad_t, (t0, t1)))
-        if lo == hi:
-            return None
-        t = self.pad[0, lo:hi]
-        return (t - t0 if t0 else t), self.pad[1, lo:hi]
-
-
-def make_mask(lengths: np.ndarray | None, T: int, xp: Any) -> StepMask | None:
-    """Step t of sequence n is valid iff t < lengths[n]; None when ``lengths`` is None.
-
-    The mask is built on the host from the host ``lengths`` and copied to ``xp``'s device
-    once (no copy when ``xp`` is NumPy)."""
-    if lengths is None:
-        return None
-    invalid = np.arange(T).reshape(T, 1) >= lengths.reshape(1, -1)  # (T, N)
-    pad = np.stack(np.nonzero(invalid)).astype(np.int64)            # (2, P), sorted by t
-    return StepMask(invalid=xp.asarray(invalid[:, :, None]), pad=xp.asarray(pad),
-                    pad_t=pad[0])
-
-
-def select_valid(a: Array, mask: StepMask | None) -> Array:
-    """``a`` (T, N, ...) with 0 at the padded steps of ``mask``, as a new array (a select, so
-    inf or NaN there is dropped too); ``a`` itself, never modified, when nothing is padded."""
-    rows = None if mask is None else mask.rows(0, int(a.shape[0]))
-    if rows is None:
-        return a
-    out = a.copy()
-    out[rows] = 0
-    return out
-
-
-def copy_with(src: Array, rows: tuple | None, value: float, buf: Array) -> Array:
-    """``src`` (a block of steps) copied into the first ``len(src)`` entries of ``buf``,
-    with ``value`` written at the padded steps ``rows`` (from :meth:`StepMask.rows`): the
-    backward kernels use it to pass a gradient on unchanged (value 1) or to drop an upstream
-    gradient (value 0) at padded steps, by a select, without touching ``src``."""
-    out = buf[:src.shape[0]]
-    get_array_module(src).copyto(out, src)
-    out[rows] = value
-    return out
-
-
-class StateSlots(NamedTuple):
-    """Where states live in a (T + 1, N, H) buffer.
-
-    Forward in time the buffer is [h0, h_0, ..., h_{T-1}]; with ``reverse`` it is
-    [h_0, ..., h_{T-1}, h0], so that in both cases the state produced at time index t sits
-    at ``t + out_offset`` and the state it consumed at ``t + prev_offset``. The stacked
-    previous states of all steps are then the contiguous slice ``[prev_offset : prev_offset
-    + T]``, which feeds one GEMM for dweight_hh.
-    """
-
-    prev_offset: int
-    out_offset: int
-    initial: int
-    final: int
-
-    def prev_all(self, buf: Array, T: int) -> Array:
-        return buf[self.prev_offset:self.prev_offset + T]
-
-    def out_all(self, buf: Array, T: int) -> Array:
-        return buf[self.out_offset:self.out_offset + T]
-
-
-def state_slots(T: int, reverse: bool) -> StateSlots:
-    if reverse:
-        return StateSlots(prev_offset=1, out_offset=0, initial=T, final=0)
-    return StateSlots(prev_offset=0, out_offset=1, initial=0, final=T)
-
-
-def forward_order(T: int, reverse: bool) -> range:
-    """Time indices in the order the forward pass visits them."""
-    return range(T - 1, -1, -1) if reverse else range(T)
-
-
-def backward_order(T: int, reverse: bool) -> range:
-    """Time indices in the order backpropagation through time visits them."""
-    return range(T) if reverse else range(T - 1, -1, -1)
-
-
-def backward_chunks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, int]]:
-    """Split the time indices into blocks ``(start, stop)`` of consecutive steps, listed in
-    the order backpropagation through time visits them (:func:`backward_order`).
-
-    The fused backward kernels compute their gate-derivative factors for one block at a time
-    with whole-block array operations, then run the per-step loop over the block. A block
-    holds about :data:`CHUNK_ELEMS` elements of a per-step array of ``step_elems`` elements
-    (at least one step), so its scratch buffers stay small and in cache, while each
-    whole-block operation still covers several steps (few calls per step).
-    """
-    size = max(1, min(T, CHUNK_ELEMS // max(1, step_elems)))
-    blocks = [(start, min(start + size, T)) for start in range(0, T, size)]
-    return blocks if reverse else blocks[::-1]
-
-
-#: Elements of a per-step gate array that one block of :func:`backward_chunks` holds.
-CHUNK_ELEMS = 1 << 17
-
-
-def combined_bias(bias_ih: Array | None, bias_hh: Array | None) -> Array | None:
-    """b_ih + b_hh (either may be None; None when both are)."""
-    if bias_ih is None:
-        return None if bias_hh is None else bias_hh
-    if bias_hh is None:
-        return bias_ih
-    return bias_ih + bias_hh
-
-
-def zeros_or_copy(g: Array | None, shape: tuple[int, ...], dtype: Any, xp: Any) -> Array:
-    """A fresh, writable array: a copy of ``g``, or zeros when ``g`` is None."""
-    if g is None:
-        return xp.zeros(shape, dtype=dtype)
-    return g.copy()
-
-
-def bias_grads(db: Array, has_bias_ih: bool, has_bias_hh: bool,
-               db_hh: Array | None = None) -> tuple[Array | None, Array | None]:
-    """Gradients for (bias_ih, bias_hh), None where that bias was None. ``db`` is the summed
-    gate pre-activation gradient; ``db_hh`` overrides it for bias_hh where the two differ
-    (GRU with reset='after'). The two results never share memory."""
-    dbias_ih = db if has_bias_ih else None
-    if not has_bias_hh:
-        return dbias_ih, None
-    if db_hh is None:
-        return dbias_ih, (db.copy() if has_bias_ih else db)
-    return dbias_ih, db_hh
