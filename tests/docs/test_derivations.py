@@ -276,3 +276,47 @@ def test_broadcasting_examples_of_the_page() -> None:
     xs, s = _leaf(np.array([[1.0, 2.0], [3.0, 4.0]])), _leaf(np.array([[10.0, 20.0]]))
     (xs * s).backward(np.ones((2, 2)))
     assert s.grad.tolist() == [[4.0, 6.0]] and xs.grad.tolist() == [[10.0, 20.0]] * 2
+
+
+# --------------------------------------------------------------------------------------------
+# docs/attention.md (A7): the additive score's gradients, as the page writes them
+# --------------------------------------------------------------------------------------------
+@given(tq=st.integers(1, 3), tk=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_additive_score_gradient_is_A7(tq: int, tk: int, seed: int) -> None:
+    """(A7) evaluated entry by entry in NumPy: with a_ij = W_q q_i + b + W_k k_j,
+    u_ij = tanh(a_ij), s_ij = v^T u_ij and r_ij = v * (1 - u_ij^2),
+    dq_i = W_q^T sum_j G_ij r_ij, dk_j = W_k^T sum_i G_ij r_ij, dv = sum_ij G_ij u_ij,
+    db = sum_ij G_ij r_ij, dW_q = sum_ij G_ij r_ij q_i^T and dW_k = sum_ij G_ij r_ij k_j^T,
+    against autograd through nn.attention.additive_scores (float64, 1e-12)."""
+    rng = np.random.default_rng(seed)
+    dq_size, dk_size, h = 2, 3, 4
+    q, k = rng.normal(size=(tq, dq_size)), rng.normal(size=(tk, dk_size))
+    w_q, w_k = rng.normal(size=(h, dq_size)), rng.normal(size=(h, dk_size))
+    b, v = rng.normal(size=h), rng.normal(size=h)
+    G = rng.normal(size=(tq, tk))                                    # dL/dS
+
+    want = {"q": np.zeros_like(q), "k": np.zeros_like(k), "v": np.zeros(h), "b": np.zeros(h),
+            "w_q": np.zeros_like(w_q), "w_k": np.zeros_like(w_k)}
+    for i in range(tq):
+        for j in range(tk):
+            u = np.tanh(w_q @ q[i] + b + w_k @ k[j])
+            r = v * (1 - u * u)
+            want["q"][i] += w_q.T @ (G[i, j] * r)
+            want["k"][j] += w_k.T @ (G[i, j] * r)
+            want["v"] += G[i, j] * u
+            want["b"] += G[i, j] * r
+            want["w_q"] += G[i, j] * np.outer(r, q[i])
+            want["w_k"] += G[i, j] * np.outer(r, k[j])
+
+    proj_q = tr.nn.Linear(dq_size, h, dtype=np.float64)
+    proj_k = tr.nn.Linear(dk_size, h, bias=False, dtype=np.float64)
+    proj_q.load_state_dict({"weight": w_q, "bias": b})
+    proj_k.load_state_dict({"weight": w_k})
+    tq_, tk_, tv = _leaf(q), _leaf(k), _leaf(v)
+    s = tr.nn.attention.additive_scores(tq_, tk_, proj_q, proj_k, tv)
+    (s * tr.Tensor(G)).sum().backward()
+    got = {"q": tq_.grad, "k": tk_.grad, "v": tv.grad, "b": proj_q.bias.grad,
+           "w_q": proj_q.weight.grad, "w_k": proj_k.weight.grad}
+    for name, value in want.items():
+        np.testing.assert_allclose(np.asarray(got[name]), value, rtol=1e-12, atol=1e-12,
+                                   err_msg=f"(A7) d{name}")
