@@ -28,7 +28,7 @@ itself differentiable.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,6 +56,13 @@ class Context:
     mixed_dtypes = False  # inputs and outputs hold more than one float dtype
     clock = 0  # engine.REBASES when recorded (set only once some in-place write rebased)
     scope: tuple = ()  # engine.record_scope labels open when recorded (for drawing)
+
+    if TYPE_CHECKING:
+        # ops and the engine set their own attributes (ctx.axis = 1, ctx.inputs): to a type
+        # checker each is Any; at run time a misspelt one still raises AttributeError
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, fn: type) -> None:
         self.fn = fn
