@@ -265,17 +265,17 @@ REAL_SCALARS = st.one_of(
 def test_fast_scalar_lifting_matches_the_general_rule(dtypes: list, scalars: list,
                                                        order: Any) -> None:
     """_apply lifts the scalars of an op on float tensors through a fast path; it must give
-    exactly the tensors (dtypes and values) of the general rule, _lift_inputs."""
+    exactly the tensors (dtypes and values) of the general rule, lift_inputs."""
     from tinygrad_rnn.ops import Add
-    from tinygrad_rnn.tensor import _lift_inputs, _lift_scalars_beside_floats
+    from tinygrad_rnn.dtypes import lift_inputs, lift_scalars_beside_floats
 
     tensors = [tr.Tensor(np.array([1.5, -2.0], dtype=d)) for d in dtypes]
     inputs = tensors + scalars
     order.shuffle(inputs)
     inputs = tuple(inputs)
     with np.errstate(over="ignore"):  # 65520.0 is inf in float16, on both paths
-        fast = _lift_scalars_beside_floats(inputs)
-        general = _lift_inputs(Add, inputs)
+        fast = lift_scalars_beside_floats(inputs)
+        general = lift_inputs(Add, inputs)
     assert fast is not None and len(fast) == len(general) == len(inputs)
     for x, a, b in zip(inputs, fast, general):
         if isinstance(x, tr.Tensor):
@@ -294,11 +294,11 @@ def test_fast_scalar_lifting_matches_the_general_rule(dtypes: list, scalars: lis
     (np.array([1.0], np.float32), [1.0, 2.0]),
 ], ids=["int-tensor", "bool-tensor", "0d-array", "complex", "list"])
 def test_fast_scalar_lifting_leaves_other_cases_to_the_general_rule(inputs: tuple) -> None:
-    from tinygrad_rnn.tensor import _lift_scalars_beside_floats
+    from tinygrad_rnn.dtypes import lift_scalars_beside_floats
 
     data, other = inputs
-    assert _lift_scalars_beside_floats((tr.Tensor(data), other)) is None
-    assert _lift_scalars_beside_floats((1.0, 2.0)) is None  # no tensor at all
+    assert lift_scalars_beside_floats((tr.Tensor(data), other)) is None
+    assert lift_scalars_beside_floats((1.0, 2.0)) is None  # no tensor at all
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)

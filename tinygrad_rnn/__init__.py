@@ -16,12 +16,13 @@ from .gradcheck import GradcheckError, GradcheckReport, gradcheck
 from .jacobians import jacobian
 from .ops.base import Function, sum_to_shape
 from .random import Generator, get_generator, manual_seed
-from .tensor import (
-    BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor, Size, Tensor,
-    arange, as_tensor, cat, concatenate, empty, empty_like, from_numpy, full, full_like,
-    is_tensor, linspace, numel, ones, ones_like, rand, rand_like, randint, randn, randn_like,
-    randperm, split, stack, tensor, where, zeros, zeros_like,
+from .creation import (
+    BoolTensor, ByteTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor, arange, as_tensor,
+    cat, concatenate, empty, empty_like, from_numpy, full, full_like, is_tensor, linspace, numel,
+    ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, split, stack, tensor,
+    where, zeros, zeros_like,
 )
+from .tensor import Size, Tensor
 from .torch_functions import *  # noqa: F401,F403  (torch's names: tr.tanh, tr.long, ...)
 from .torch_functions import __all__ as _torch_names
 from . import optim

@@ -37,7 +37,8 @@ from .engine import no_grad
 from .gradcheck import check_leaves, flatten_outputs
 from .nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .nn import functional as NF
-from .tensor import Tensor, _Cast, cat, split, stack, where
+from .creation import cat, split, stack, where
+from .tensor import Tensor, _Cast
 
 __all__ = [
     "EPS", "RTOL", "ATOL", "Problem", "SuiteEntry", "EntryResult", "SUITE", "BY_NAME",

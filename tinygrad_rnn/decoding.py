@@ -60,7 +60,8 @@ from .engine import no_grad
 from .lm.generate import check_temperature, check_top_k, sample_rows
 from .nn.layers import _finite, check_ids
 from .random import get_generator
-from .tensor import Tensor, host_lengths
+from .nn._checks import host_lengths
+from .tensor import Tensor
 
 __all__ = ["DecodeResult", "greedy_decode", "sample_decode", "beam_search"]
 

@@ -1,11 +1,21 @@
-"""Reverse-mode differentiation: the backward pass over the recorded graph.
+"""The graph: recording it as ops run, and walking it backward.
 
-How it works (docs/engine.md derives it step by step):
+**Recording** (:func:`record`, which is every op's ``Function.apply``): run the op's forward
+on its inputs' arrays, wrap the results in tensors and, when gradients are recorded and an
+input requires one, leave a node (a :class:`~tinygrad_rnn.ops.base.Context`) that points to
+the inputs, never to the outputs. A recorded in-place write (``h += x``, ``out[t] = h_t``;
+:func:`record_write`) gives the written tensor a new node and keeps its earlier state for
+the nodes recorded before it. Whether anything is recorded is the thread's grad mode
+(:mod:`tinygrad_rnn.grad_mode`: ``no_grad`` and friends, re-exported here).
+
+**Backward** (:func:`run_backward`; docs/engine.md derives it step by step):
 
 1. **Topological order, iteratively.** Starting from the node that made the root tensor, a
-   depth-first walk with an explicit stack lists every node after all nodes that consume its
-   outputs. No recursion anywhere, so a 10,000-step unrolled RNN or a 100,000-op chain works at
-   Python's default recursion limit.
+   depth-first walk with an explicit stack lists every node after all nodes that produce
+   its inputs (for ``x.tanh().exp().sum()``: Tanh, Exp, Sum); the backward pass runs the
+   list in reverse, so each node's backward runs after every node that consumes its
+   outputs. No recursion anywhere, so a 10,000-step unrolled RNN or a 100,000-op chain works
+   at Python's default recursion limit.
 2. **Accumulation.** A tensor used by several ops (a weight at every time step, the two arms
    of a diamond) receives the sum of the gradients from all its uses; nothing is overwritten.
 3. **sum_to_shape.** Every gradient an op returns is reduced to its input's shape by the one
@@ -17,15 +27,17 @@ How it works (docs/engine.md derives it step by step):
 from __future__ import annotations
 
 import bisect
-import functools
-import inspect
 import threading
-from typing import Any, Callable, Generator, Iterable
+from typing import Any, Callable, Iterable
 
-import numpy as np
-
+from . import backend as _backend
 from .backend import device_of, get_array_module
-from .ops.base import Context, sum_to_shape
+from .grad_mode import (
+    GRAD_MODE, REBASES, SCOPES, ScopeCount, current_scope, enable_grad, inference_mode,
+    is_grad_enabled, no_grad, record_scope, set_grad_enabled,
+)
+from .ops import ViewOf, WriteRegion
+from .ops.base import Context, Function, sum_to_shape
 
 __all__ = [
     "no_grad",
@@ -36,165 +48,275 @@ __all__ = [
     "current_scope",
     "node_inputs",
     "is_grad_enabled",
+    "record",
     "run_backward",
     "observe_backward",
     "sum_to_shape",
 ]
 
 
-class _GradMode(threading.local):
-    """Whether new operations are recorded, per thread (as torch's grad mode): one thread
-    inside ``no_grad`` never switches recording off in another. Every thread starts with
-    recording on."""
+# ========================================================================= recording
+def _share_versions(results: tuple, tensors: tuple) -> None:
+    """An output whose data is a view of an input's data (reshape, transpose) shares that
+    input's version counter, so an in-place write through either one is seen by every node
+    that saved the other (otherwise ``x.T`` saved by a Mul and then ``x.add_(1)`` would give
+    a silently wrong gradient)."""
+    for r in results:
+        o = r._data
+        if getattr(o, "base", None) is None:
+            # not a view: only an input returned as it is can share memory (cheap check,
+            # as most ops return a fresh array)
+            for t in tensors:
+                if o is t._data:
+                    break
+            else:
+                continue
+        xp = get_array_module(o)
+        for t in tensors:
+            if xp.may_share_memory(o, t._data):
+                r._version = t._version
+                break
 
-    enabled = True
 
-
-_GRAD_MODE = _GradMode()
-
-
-def is_grad_enabled() -> bool:
-    """True when new operations are recorded for backward in the calling thread."""
-    return _GRAD_MODE.enabled
-
-
-class set_grad_enabled:
-    """Set gradient recording on or off in the calling thread, as a function call, a context
-    manager or a decorator, as torch's ``set_grad_enabled``.
-
-    * ``tr.set_grad_enabled(False)`` switches recording off at once (until switched back);
-    * ``with tr.set_grad_enabled(False): ...`` restores the previous value on exit, also on
-      an exception;
-    * ``@tr.set_grad_enabled(False)`` (and ``@tr.no_grad()``, ``@tr.enable_grad()``) on a
-      function runs each call in that mode; on a generator function, the mode holds inside
-      the generator's body each time it resumes, and the caller's mode is restored at every
-      ``yield``, so the body of ``for batch in batches(): ...`` runs in the caller's mode.
-
-    The mode is per thread: each thread has its own, and a context entered in one thread
-    never changes another's.
-    """
-
-    def __init__(self, mode: bool) -> None:
-        if not isinstance(mode, (bool, np.bool_)):
-            raise TypeError(
-                f"set_grad_enabled: mode must be a bool, got {mode!r} ({type(mode).__name__})"
+def _check_devices(fn: type, tensors: tuple, const: tuple | None = None) -> None:
+    """RuntimeError naming the op and both devices when its inputs (or an array constant,
+    such as a mask) live on different devices."""
+    d0 = device_of(tensors[0]._data)
+    for k, t in enumerate(tensors):
+        d = device_of(t._data)
+        if d != d0:
+            raise RuntimeError(
+                f"{fn.__name__}: expected all tensors on one device, but input 0 "
+                f"(shape {tensors[0].shape}) is on {d0} and input {k} (shape {t.shape}) is on "
+                f"{d}; move one with .to({d0!r}) or .to({d!r})"
             )
-        self.mode = bool(mode)
-        self.prev: list[bool] = []
-        # called as a function, it switches at once (torch: set_grad_enabled(False)); the
-        # value it replaced is what a `with` on this object restores
-        self._at_call: bool | None = _GRAD_MODE.enabled
-        _GRAD_MODE.enabled = self.mode
-
-    def __enter__(self) -> None:
-        prev, self._at_call = self._at_call, None
-        self.prev.append(_GRAD_MODE.enabled if prev is None else prev)
-        _GRAD_MODE.enabled = self.mode
-
-    def __exit__(self, *exc: Any) -> None:
-        _GRAD_MODE.enabled = self.prev.pop()
-
-    def __call__(self, fn: Callable) -> Callable:
-        if not callable(fn):
-            raise TypeError(f"{type(self).__name__}: used as a decorator, it takes a function, "
-                            f"got {fn!r}")
-        if self._at_call is not None:  # a decorator changes nothing until the call
-            _GRAD_MODE.enabled, self._at_call = self._at_call, None
-        mode = self.mode
-        if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def generator_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return (yield from _generator_in_mode(fn(*args, **kwargs), mode))
-
-            return generator_wrapper
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with _Mode(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+    if const is not None:
+        name, v = const
+        d = device_of(v)
+        if d != d0:
+            raise RuntimeError(
+                f"{fn.__name__}: the input (shape {tensors[0].shape}) is on {d0} but {name} "
+                f"(shape {v.shape}) is on {d}; move {name} to {d0}"
+            )
 
 
-class _Mode:
-    """The plain context manager behind the decorators: set ``mode`` in this thread on
-    entry, restore the thread's previous value on exit."""
-
-    __slots__ = ("mode", "prev")
-
-    def __init__(self, mode: bool) -> None:
-        self.mode = mode
-
-    def __enter__(self) -> None:
-        self.prev = _GRAD_MODE.enabled
-        _GRAD_MODE.enabled = self.mode
-
-    def __exit__(self, *exc: Any) -> None:
-        _GRAD_MODE.enabled = self.prev
+def _saved_versions(ctx: Context, tensors: tuple, results: tuple) -> list:
+    """(counter, version now, "input"/"output", index, shape) for every saved array that is
+    an input's or an output's data; the engine checks them before the node's backward."""
+    versions = []
+    for a in ctx.saved_arrays:
+        for k, t in enumerate(tensors):
+            if a is t._data:
+                versions.append((t._version, t._version.value, "input", k, a.shape))
+        for k, r in enumerate(results):
+            if a is r._data:
+                versions.append((r._version, r._version.value, "output", k, a.shape))
+    return versions
 
 
-def _generator_in_mode(gen: Generator, mode: bool) -> Generator:
-    """Drive ``gen`` with gradient mode ``mode`` while its body runs, and the caller's mode
-    while the caller runs (between yields). Values sent in, exceptions thrown in and
-    ``close()`` reach ``gen`` as they would without the wrapper."""
-    try:
-        with _Mode(mode):
-            request = next(gen)
-    except StopIteration as stop:
-        return stop.value
-    while True:
-        try:
-            sent = yield request
-        except GeneratorExit:
-            with _Mode(mode):
-                gen.close()
-            raise
-        except BaseException as err:
-            try:
-                with _Mode(mode):
-                    request = gen.throw(err)
-            except StopIteration as stop:
-                return stop.value
+def _mixed_float_dtypes(tensors: tuple, outs: tuple) -> bool:
+    """True when the op's inputs and outputs hold more than one float dtype (then the
+    engine casts each input gradient to its input's dtype)."""
+    if len(outs) == 1:  # the common case, one output with its inputs' dtype: no sets needed
+        dtype = outs[0].dtype
+        for t in tensors:
+            d = t._data.dtype
+            if d is not dtype and d != dtype:
+                break
         else:
-            try:
-                with _Mode(mode):
-                    request = gen.send(sent)
-            except StopIteration as stop:
-                return stop.value
+            return False
+    dtypes = {t._data.dtype for t in tensors}
+    dtypes.update(o.dtype for o in outs)
+    return len({d for d in dtypes if d.kind == "f"}) > 1
 
 
-class no_grad(set_grad_enabled):
-    """Disable graph recording in this thread: ``with tr.no_grad(): ...`` or
-    ``@tr.no_grad()`` (on functions and generator functions). Nothing changes until the
-    block is entered."""
+def record(fn: type, *inputs: Any, **constants: Any) -> Any:
+    """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
+    requires one, record the node: every op's ``fn.apply(*inputs, **constants)`` (see
+    :class:`tinygrad_rnn.ops.base.Function`).
 
-    def __init__(self) -> None:
-        self.mode, self.prev, self._at_call = False, [], None
+    Scalars and host arrays among the inputs become tensors under the dtype policy
+    (:func:`tinygrad_rnn.dtypes.lift_inputs`), integer data meets float data as torch's
+    promotion says (:func:`tinygrad_rnn.dtypes.promote_non_float`), all inputs must be on
+    one device, and an output that is a view of an input shares its version counter.
+
+    This runs once per op, so the common case (all inputs tensors of one array type, one
+    output, nothing saved) takes plain loops and builds no list, set or tuple it does not
+    need; the general cases branch off."""
+    tensors = inputs
+    for x in inputs:
+        if not isinstance(x, Tensor):  # scalars and arrays become tensors
+            tensors = lift_scalars_beside_floats(inputs) or lift_inputs(fn, inputs)
+            break
+    if tensors:
+        # one array type means one device; only a mismatch pays for the full check
+        # and all-float inputs need no dtype promotion: one loop tests both
+        t0 = type(tensors[0]._data)
+        rebased = REBASES.value  # a view is stale only after some recorded in-place write
+        for t in tensors:
+            if rebased and t._base is not None and t._gen != t._base._gen:
+                refresh_view(t)  # its base was rebased by a recorded in-place write
+            d = t._data
+            if type(d) is not t0 or d.dtype.kind != "f":
+                if any(type(u._data) is not t0 for u in tensors):
+                    _check_devices(fn, tensors)
+                # integer or boolean data meets float data or float math: torch's dtypes
+                tensors = promote_non_float(fn, tensors)
+                break
+        # an array constant (a mask) can be on a device only once that device's module loaded
+        if constants and _backend._DEVICE_MODULES:
+            for name, v in constants.items():
+                if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
+                    _check_devices(fn, tensors, (name, v))
+    ctx = Context(fn)
+    if GRAD_MODE.enabled:
+        needs = tuple([t._requires_grad for t in tensors])
+        record = True in needs
+    else:
+        needs = (False,) * len(tensors)
+        record = False
+    ctx.needs_input_grad = needs
+    raw = fn.forward(ctx, *[t._data for t in tensors], **constants)
+    multi = isinstance(raw, tuple)
+    if multi:
+        outs = raw
+        results = tuple([Tensor._wrap(o) for o in raw])
+    else:
+        outs = (raw,)
+        results = (Tensor._wrap(raw),)
+    _share_versions(results, tensors)
+    if record:
+        ctx.inputs = tensors
+        if REBASES.value:
+            ctx.clock = REBASES.value
+        if ScopeCount.active:
+            ctx.scope = SCOPES.labels  # engine.current_scope(), without the call
+        ctx.n_outputs = len(outs)
+        if multi:
+            # what the engine needs to make a zero gradient for an output that gets none (a
+            # single output always has a gradient when its node is reached)
+            xp = get_array_module(*outs)
+            ctx.out_meta = tuple([(o.shape, o.dtype, xp) for o in outs])
+        if _mixed_float_dtypes(tensors, outs):
+            ctx.mixed_dtypes = True
+        if ctx.saved_arrays:
+            ctx.saved_versions = _saved_versions(ctx, tensors, results)
+        for i, r in enumerate(results):
+            if r._data.dtype.kind == "f":
+                r._ctx = ctx
+                r._out_index = i
+                r._requires_grad = True
+    return results if multi else results[0]
 
 
-class inference_mode(set_grad_enabled):
-    """``no_grad`` under torch's other name (``inference_mode(False)`` records as usual).
-    This engine has no separate inference tensors: tensors made inside are ordinary tensors
-    that do not require a gradient."""
-
-    def __init__(self, mode: bool = True) -> None:
-        if not isinstance(mode, (bool, np.bool_)):
-            raise TypeError(
-                f"inference_mode: mode must be a bool, got {mode!r} ({type(mode).__name__})"
-            )
-        self.mode, self.prev, self._at_call = not mode, [], None
+Function.apply = classmethod(record)  # every op's apply: the one wiring point (Function.apply)
 
 
-class enable_grad(set_grad_enabled):
-    """Re-enable graph recording inside a ``no_grad`` block (in this thread only)."""
+# ------------------------------------------------------------------------- recorded writes
+# In-place writes that gradients flow through (tinygrad_rnn.tensor, "in-place writes"):
+# the new values are written by the op WriteRegion into the base tensor's memory, and the
+# base is rebased onto that node; nodes recorded earlier keep reaching the old state
+# (as_seen_by). docs/engine.md, section 11, "Views and in-place writes".
 
-    def __init__(self) -> None:
-        self.mode, self.prev, self._at_call = True, [], None
+def write_is_recorded(tensor: Tensor, op: str, value: Any = None) -> bool:
+    """Whether the in-place write ``op`` of ``value`` into ``tensor`` must be recorded;
+    RuntimeError when it would be a write into a parameter outside ``no_grad``."""
+    if tensor._base is not None and tensor._gen != tensor._base._gen:
+        refresh_view(tensor)
+    if not GRAD_MODE.enabled:
+        return False
+    root = tensor if tensor._base is None else tensor._base
+    if root._ctx is None and root._requires_grad:
+        what = "a leaf tensor" if root is tensor else "a view of a leaf tensor"
+        raise RuntimeError(
+            f"{op}: in-place write to {what} that requires a gradient (shape "
+            f"{root.shape}) would not be recorded; do it inside `with tr.no_grad():` "
+            f"(e.g. the parameter update `with tr.no_grad(): W -= lr * W.grad`), or "
+            f"write into a copy (x = x.clone())"
+        )
+    return tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
 
+def snapshot(tensor: Tensor) -> Tensor:
+    """A stand-in for ``tensor``'s current place in the graph (same data, node and
+    version counter), for the nodes that consumed it before a rebase."""
+    earlier = Tensor._wrap(tensor._data)
+    earlier._ctx, earlier._out_index = tensor._ctx, tensor._out_index
+    earlier._requires_grad, earlier._version = tensor._requires_grad, tensor._version
+    return earlier
+
+def rebase(tensor: Tensor, new: Tensor) -> Tensor:
+    """Make ``tensor`` stand for ``new``'s place in the graph (after a recorded in-place
+    write), keeping its earlier state for the nodes recorded before; returns that
+    earlier state."""
+    REBASES.value += 1
+    earlier = snapshot(tensor)
+    if tensor._requires_grad:  # an earlier state nobody can need a gradient for is dropped
+        if tensor._history is None:
+            tensor._history = ([], [])
+        tensor._history[0].append(REBASES.value)
+        tensor._history[1].append(earlier)
+    tensor._ctx, tensor._out_index = new._ctx, new._out_index
+    tensor._requires_grad = new._requires_grad
+    tensor._gen += 1
+    return earlier
+
+def refresh_view(tensor: Tensor) -> None:
+    """Re-record the view ``tensor`` from its base, which a recorded in-place write rebased since
+    the view's graph was made (only while gradients are recorded; until then the view
+    keeps its old graph)."""
+    base = tensor._base
+    if not GRAD_MODE.enabled:
+        return
+    if base._requires_grad:
+        rebase(tensor, ViewOf.apply(base, steps=tensor._view_steps))
+    tensor._gen = base._gen
+
+def record_write(tensor: Tensor, op: str, value: Any, index: Any = None) -> Tensor:
+    """Write ``value`` (a tensor or constant) into ``tensor``, at ``index`` when given,
+    as a recorded op, and rebase the base tensor onto it."""
+    root = tensor if tensor._base is None else tensor._base
+    steps = tensor._view_steps
+    if index is not None:
+        steps = steps + (("index", index),)
+    written = WriteRegion.apply(root, value, steps=steps, op=op)
+    earlier = rebase(root, written)
+    if written._ctx is not None:  # the write consumed root's earlier state, not itself
+        written._ctx.inputs = (earlier,) + written._ctx.inputs[1:]
+    root._bump()
+    if tensor is not root:
+        refresh_view(tensor)
+    return tensor
+
+def record_update(tensor: Tensor, op: str, result: Tensor) -> Tensor:
+    """Write ``result`` (the new values, computed out of place from ``tensor``) back
+    into its memory as a recorded op. The node that computed ``result`` gets
+    copies of any array it saved from this memory, which is about to change (torch keeps
+    the original values the same way: ``a *= b`` needs the old ``a`` for dL/db)."""
+    if result.shape != tensor.shape:
+        raise RuntimeError(
+            f"{op}: the result has shape {result.shape} but the tensor written in place has "
+            f"shape {tensor.shape}; an in-place operation cannot change the shape (broadcast "
+            f"the other operand to {tensor.shape}, or use the out-of-place form)"
+        )
+    ctx = result._ctx
+    if ctx is not None:  # computed from this tensor's state before the write
+        ctx.inputs = tuple(snapshot(tensor) if t is tensor else t for t in ctx.inputs)
+    if ctx is not None and ctx.saved_arrays:
+        xp = get_array_module(tensor._data)
+        mine = tensor._version
+        ctx.saved_arrays = tuple(a.copy() if xp.may_share_memory(a, tensor._data) else a
+                                 for a in ctx.saved_arrays)
+        ctx.saved_versions = tuple(v for v in ctx.saved_versions if v[0] is not mine)
+    return record_write(tensor, op, result)
+
+
+# ========================================================================= the backward walk
 
 def _topological_order(root: Context) -> list[Context]:
-    """Nodes reachable from ``root``, each listed after every node that consumes it
-    (iterative post-order depth-first search; reversed, it runs from the root to leaves)."""
+    """Nodes reachable from ``root``, each listed after every node that produces one of its
+    inputs (an iterative post-order depth-first search: producers first, ``root`` last). The
+    backward pass walks the list in reverse, from the root to the leaves, so each node runs
+    after every node that consumes its outputs."""
     order: list[Context] = []
     visited: set[int] = set()
     stack: list[tuple[Context, bool]] = [(root, False)]
@@ -227,73 +349,6 @@ def _topological_order(root: Context) -> list[Context]:
                 stack.append((parent, False))
     return order
 
-
-class _Scopes(threading.local):
-    """The labels of the ``record_scope`` blocks the calling thread is inside, innermost
-    last (what tinygrad_rnn.viz draws as clusters: "layer 0, t = 3")."""
-
-    def __init__(self) -> None:
-        self.stack: list = []
-        self.labels: tuple = ()  # tuple(stack), kept up to date: one tuple per block, not op
-
-
-_SCOPES = _Scopes()
-
-
-class _ScopeCount:
-    """How many ``record_scope`` blocks are open in all threads: while 0, recording an op
-    reads no thread-local state at all."""
-
-    active = 0
-
-
-class record_scope:
-    """Label every op recorded inside the block with ``label`` (``ctx.scope``, a tuple of
-    the labels of the enclosing blocks, outermost first). Changes no result; costs one
-    attribute read per recorded op while no block is open anywhere.
-
-    >>> import tinygrad_rnn as tr
-    >>> x = tr.Tensor([1.0], requires_grad=True)
-    >>> with tr.engine.record_scope("t = 0"):
-    ...     y = x * 2
-    >>> y.grad_fn.scope
-    ('t = 0',)
-    """
-
-    def __init__(self, label: Any) -> None:
-        self.label = label
-
-    def __enter__(self) -> "record_scope":
-        scopes = _SCOPES
-        scopes.stack.append(self.label)
-        scopes.labels = tuple(scopes.stack)
-        _ScopeCount.active += 1
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        scopes = _SCOPES
-        scopes.stack.pop()
-        scopes.labels = tuple(scopes.stack)
-        _ScopeCount.active -= 1
-
-
-def current_scope() -> tuple:
-    """The labels of the open ``record_scope`` blocks of this thread (outermost first)."""
-    return _SCOPES.labels
-
-
-class _Clock:
-    """Counts recorded in-place writes that gave a tensor a new place in the graph."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
-
-
-#: Bumped by every rebase (a recorded in-place write); a node remembers the value at its
-#: recording (``Context.clock``), so it reaches each input as that input was then.
-REBASES = _Clock()
 
 
 def as_seen_by(t: Any, clock: int) -> Any:
@@ -603,3 +658,9 @@ def count_graph_nodes(root: Any) -> int:
                 stack.append(t._ctx)
     return len(seen)
 
+
+# The tensor and the dtype policy build on this module's recording and import it, so they
+# are imported last: each finds the other's names defined whichever is imported first (the
+# functions above use them only when called).
+from .dtypes import lift_inputs, lift_scalars_beside_floats, promote_non_float  # noqa: E402
+from .tensor import Tensor  # noqa: E402

@@ -23,7 +23,8 @@ from .ops.losses import (
     BinaryCrossEntropy, check_ignore_index, check_unit_interval, takes_plain_path,
 )
 from .random import get_generator
-from .tensor import Tensor, _constant, cat, split, stack, where  # noqa: F401  (re-exported)
+from .creation import cat, split, stack, where  # noqa: F401  (re-exported)
+from .tensor import Tensor, constant_data
 
 __all__ = [
     "relu", "tanh", "sigmoid", "softmax", "log_softmax", "exp", "log", "sqrt", "abs",
@@ -106,7 +107,7 @@ def softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
         mask as ``mask != 0`` and an additive 0 / -inf mask as ``additive == 0``.
     """
     return ops.Softmax.apply(x, axis=_axis("softmax", axis, dim),
-                             mask=_constant(mask, x, "softmax", "mask"))
+                             mask=constant_data(mask, x, "softmax", "mask"))
 
 
 def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
@@ -118,7 +119,7 @@ def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     :func:`softmax`) are -inf with gradient 0.
     """
     return ops.LogSoftmax.apply(x, axis=_axis("log_softmax", axis, dim),
-                                mask=_constant(mask, x, "log_softmax", "mask"))
+                                mask=constant_data(mask, x, "log_softmax", "mask"))
 
 
 def exp(x: Tensor) -> Tensor:
@@ -235,7 +236,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     V. The gradient scatter-adds into the rows used; the ``padding_idx`` row gets none.
     ``padding_idx`` must be an integer in [-V, V) (negative counts from the end, as in
     torch), else a ValueError naming it and V."""
-    ids = _constant(input, weight, "embedding", "input (the ids)")
+    ids = constant_data(input, weight, "embedding", "input (the ids)")
     _check_ids("embedding", ids)
     return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
 
@@ -311,12 +312,12 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: 
     """
     input = _as_tensor("cross_entropy", "input", input)
     ignore_index = check_ignore_index("cross_entropy", ignore_index)
-    weight = _constant(weight, input, "cross_entropy", "weight")
+    weight = constant_data(weight, input, "cross_entropy", "weight")
     probabilities = _probabilities(target, input)
     if probabilities is not None:
         return ops.SoftCrossEntropy.apply(input, _target(probabilities, input), weight=weight,
                                           reduction=reduction, label_smoothing=label_smoothing)
-    ids = _constant(target, input, "cross_entropy", "target")
+    ids = constant_data(target, input, "cross_entropy", "target")
     if takes_plain_path(ids, weight, ignore_index, label_smoothing):  # p - e_y (SM10)
         return ops.PlainCrossEntropy.apply(input, target=ids, reduction=reduction,
                                            ignore_index=ignore_index)
@@ -348,8 +349,8 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, ignore_index: int =
     target is ignored) as in :func:`cross_entropy`; see :class:`tinygrad_rnn.ops.NLLLoss`.
     """
     input = _as_tensor("nll_loss", "input", input)
-    return ops.NLLLoss.apply(input, target=_constant(target, input, "nll_loss", "target"),
-                             weight=_constant(weight, input, "nll_loss", "weight"),
+    return ops.NLLLoss.apply(input, target=constant_data(target, input, "nll_loss", "target"),
+                             weight=constant_data(weight, input, "nll_loss", "weight"),
                              ignore_index=ignore_index, reduction=reduction)
 
 
@@ -372,7 +373,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,
     op = "binary_cross_entropy"
     input = _as_tensor(op, "input", input)
     return BinaryCrossEntropy.apply(input, _target(target, input),
-                                    weight=_constant(weight, input, op, "weight"),
+                                    weight=constant_data(weight, input, op, "weight"),
                                     reduction=reduction)
 
 
@@ -382,8 +383,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     """Binary cross entropy on logits, overflow-free; dL/dx = sigmoid(x) - t (no weights)."""
     op = "binary_cross_entropy_with_logits"
     return ops.BCEWithLogits.apply(input, _target(target, input),
-                                   weight=_constant(weight, input, op, "weight"),
-                                   pos_weight=_constant(pos_weight, input, op, "pos_weight"),
+                                   weight=constant_data(weight, input, op, "weight"),
+                                   pos_weight=constant_data(pos_weight, input, op, "pos_weight"),
                                    reduction=reduction)
 
 
@@ -394,7 +395,7 @@ def masked_fill(x: Tensor, mask: Any, value: float) -> Tensor:
     no gradient; -inf and NaN are allowed, -inf is the usual attention mask); anything else
     is a TypeError (:func:`_fill_value`)."""
     value = _fill_value("masked_fill", value)
-    return ops.MaskedFill.apply(x, mask=_constant(mask, x, "masked_fill", "mask"), value=value)
+    return ops.MaskedFill.apply(x, mask=constant_data(mask, x, "masked_fill", "mask"), value=value)
 
 
 def _fill_value(op: str, value: Any) -> Any:

@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 
 from .backend import get_array_module
 from .gradcheck import grads_preserved
-from .tensor import Tensor, array_of
+from .dtypes import array_of
+from .tensor import Tensor
 
 __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "layer_norm", "jacobian"]
 

@@ -40,7 +40,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from .backend import get_array_module, to_device
-from .tensor import Tensor, array_of, host_lengths
+from .dtypes import array_of
+from .nn._checks import host_lengths
+from .tensor import Tensor
 
 __all__ = [
     "GradientMonitor", "step_jacobians", "jacobian_products", "spectral_radius",

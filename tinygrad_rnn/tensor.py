@@ -4,39 +4,47 @@ A tensor that requires a gradient and was made by an op points to that op's node
 (``_ctx``); the node points to its input tensors. Nodes never point to their outputs, so a
 graph is a tree of references from the loss down to the leaves and is freed by reference
 counting alone.
+
+Why this module is longer than the others: it is one class, torch's ``Tensor`` API (about
+150 methods and operators: properties, conversions, in-place writes, arithmetic,
+comparisons, reductions, shape methods), which torch programs call on the tensor itself,
+and a class cannot be split across modules without mixins whose methods would each have to
+import Tensor when called. Everything the methods build on lives beside it, in the other
+modules of the tensor layer:
+
+* :mod:`tinygrad_rnn.engine`: recording an op (every ``Function.apply``) and recorded
+  in-place writes, and the backward walk;
+* :mod:`tinygrad_rnn.grad_mode`: whether ops are recorded (``no_grad``);
+* :mod:`tinygrad_rnn.dtypes`: the dtype policy (what data, scalars and mixed inputs become);
+* :mod:`tinygrad_rnn.creation`: ``zeros``, ``arange``, ``randn``, ``cat``, ``stack``, ...;
+* :mod:`tinygrad_rnn.arguments`: the argument checks shared with the creation functions.
+
+The methods are thin: each checks its arguments and calls a primitive op of
+:mod:`tinygrad_rnn.ops`, where the derivative is written.
 """
 from __future__ import annotations
 
 import math
-import re
 import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import engine
-from .engine import _GRAD_MODE, _SCOPES, REBASES, _ScopeCount
+from .arguments import UNSET, check_axis, check_shape, generator_for, int_arg, is_int
 from .backend import (
-    device_of, get_array_module, get_default_dtype, is_float_dtype, module_for_device,
-    normalize_device, result_float_dtype, to_device,
+    device_of, get_array_module, get_default_dtype, is_float_dtype, normalize_device, to_device,
 )
-from . import backend as _backend
+from .grad_mode import GRAD_MODE
 from .ops import (
-    Abs, Add, BroadcastTo, Clip, Concatenate, Div, Exp, GetItem, Log, LogSoftmax, MatMul,
-    Max, Maximum, Mean, Min, Minimum, Mul, Neg, Norm, Pow, ReLU, Reshape, Sigmoid, Softmax,
-    Split, Sqrt, Stack, Sub, Sum, Tanh, Transpose, ViewOf, Where, WriteRegion,
+    Abs, Add, BroadcastTo, Clip, Div, Exp, GetItem, Log, LogSoftmax, MatMul, Max, Maximum, Mean,
+    Min, Minimum, Mul, Neg, Norm, Pow, ReLU, Reshape, Sigmoid, Softmax, Sqrt, Sub, Sum, Tanh,
+    Transpose,
 )
 from .ops.base import Context, Function
 from .ops.elementwise import clip_bounds
 from .ops.shape import _is_advanced, check_index_bounds
 
-__all__ = [
-    "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
-    "randn", "rand", "cat", "concatenate", "stack", "split", "where", "Size", "empty",
-    "full_like", "empty_like", "rand_like", "randn_like", "linspace", "randint", "randperm",
-    "from_numpy", "as_tensor", "is_tensor", "numel", "FloatTensor", "DoubleTensor",
-    "LongTensor", "IntTensor", "BoolTensor", "ByteTensor", "ValuesIndices",
-]
+__all__ = ["Tensor", "Size", "ValuesIndices", "RemovableHandle", "check_tensor", "constant_data"]
 
 
 class _Version:
@@ -57,71 +65,6 @@ class RemovableHandle:
     def remove(self) -> None:
         if self._hook in self._hooks:
             self._hooks.remove(self._hook)
-
-
-_PYTHON_NUMBERS = frozenset((float, int, bool))
-_UNSET: Any = object()  # an argument that was not given (None is a value some take)
-
-
-def _holds_float64_data(data: Any) -> bool:
-    """Whether ``data`` (nested lists and tuples) holds a float64 value that is not a Python
-    number: a NumPy float64 scalar or array, or a float64 tensor. Walked with a stack, not
-    recursion; a list of Python numbers only is passed over with one type test per entry
-    done in C (``np.float64`` subclasses Python's ``float``, hence exact types)."""
-    stack = [data] if isinstance(data, (list, tuple)) else []
-    while stack:
-        seq = stack.pop()
-        if set(map(type, seq)) <= _PYTHON_NUMBERS:
-            continue
-        for item in seq:
-            if isinstance(item, (list, tuple)):
-                stack.append(item)
-            elif (type(item) not in _PYTHON_NUMBERS
-                  and getattr(item, "dtype", None) == np.float64):
-                return True
-    return False
-
-
-def _to_array(data: Any, dtype: Any = None, copy: bool = True, device: Any = None) -> Any:
-    """Array from user data under the dtype policy (see :mod:`tinygrad_rnn.backend`), on
-    ``device`` (default: where the data already is; Python data goes to the CPU).
-
-    Python data follows torch's rule. NumPy reads Python floats as float64, but they become
-    the default float dtype (float32 unless ``set_default_dtype`` changed it), as does
-    float64 that only NumPy's promotion made (an int64 and a float32 entry); float64 that the
-    data holds itself (NumPy float64 scalars or arrays, float64 tensors inside the list)
-    stays float64."""
-    if isinstance(data, Tensor):
-        data = data._data
-    xp = get_array_module(data)
-    if dtype is not None:
-        dtype = check_dtype("Tensor", dtype)
-        src_kind = getattr(data, "dtype", None)
-        if src_kind is not None and np.dtype(src_kind).kind not in _SUPPORTED_KINDS:
-            raise TypeError(f"Tensor: cannot make a tensor from data of dtype {data.dtype} "
-                            f"(booleans, integers and floats are supported)")
-        try:
-            arr = xp.array(data, dtype=dtype, copy=True) if copy else xp.asarray(data, dtype)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"Tensor: cannot convert the data to {dtype}: {err}") from None
-    elif isinstance(data, (np.ndarray, np.generic)) or xp is not np:
-        arr = xp.array(data, copy=True) if copy else xp.asarray(data)
-    else:
-        try:
-            arr = np.asarray(data)
-        except ValueError as err:  # a ragged list
-            raise ValueError(f"Tensor: the data is not a rectangular array of numbers "
-                             f"(lists of one length per level): {err}") from None
-        if arr.dtype == np.float64 and not _holds_float64_data(data):
-            arr = arr.astype(get_default_dtype())
-    if arr.dtype.kind not in _SUPPORTED_KINDS:
-        what = ("complex numbers (the imaginary part would be lost)" if arr.dtype.kind == "c"
-                else f"data of dtype {arr.dtype}")
-        raise TypeError(f"Tensor: cannot make a tensor from {what}; booleans, integers and "
-                        f"floats are supported")
-    if device is not None:
-        arr = to_device(arr, device)  # the one explicit copy between devices
-    return arr
 
 
 class Tensor:
@@ -161,7 +104,7 @@ class Tensor:
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None,
                  device: Any = None) -> None:
-        self._data = _to_array(data, dtype, device=device)
+        self._data = to_array(data, dtype, device=device)
         self._grad: Any = None  # the gradient's raw array (engine.py writes it)
         self._grad_view: Tensor | None = None  # the Tensor .grad last returned for it
         self._ctx: Context | None = None
@@ -229,7 +172,7 @@ class Tensor:
 
     @data.setter
     def data(self, value: Any) -> None:
-        self._data = value._data if isinstance(value, Tensor) else _to_array(value, copy=False)
+        self._data = value._data if isinstance(value, Tensor) else to_array(value, copy=False)
         self._version.value += 1
 
     @property
@@ -318,7 +261,7 @@ class Tensor:
         elements (NumPy's ``size`` attribute) is :meth:`numel`."""
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_check_axis("size", _int_arg("size", "dim", dim), self.ndim,
+        return self._data.shape[check_axis("size", int_arg("size", "dim", dim), self.ndim,
                                             self.shape)]
 
     def numel(self) -> int:
@@ -425,7 +368,7 @@ class Tensor:
             return op(*inputs)
         tensors = [x for x in inputs + tuple(kwargs.get("out", ()) or ())
                    if isinstance(x, Tensor)]
-        if _GRAD_MODE.enabled and any(t._requires_grad for t in tensors):
+        if GRAD_MODE.enabled and any(t._requires_grad for t in tensors):
             raise TypeError(
                 f"numpy.{ufunc.__name__}{'' if method == '__call__' else '.' + method} on a "
                 f"tensor that requires a gradient would return a NumPy array outside the "
@@ -507,7 +450,7 @@ class Tensor:
         if self._ctx is None:
             self._requires_grad = False
             return self
-        self._rebase(Tensor._wrap(self._data))
+        rebase(self, Tensor._wrap(self._data))
         return self
 
     def clone(self) -> "Tensor":
@@ -615,7 +558,7 @@ class Tensor:
                 )
             if grad.dtype != self.dtype:
                 grad = grad.astype(self.dtype)
-        engine.run_backward(self, grad, retain_graph=retain_graph)
+        run_backward(self, grad, retain_graph=retain_graph)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
@@ -651,108 +594,17 @@ class Tensor:
     #   gradient;
     # * a recorded write, when gradients are on and the tensor or the value requires one
     #   (``h += x`` on an activation, ``out[t] = h_t``, ``z[0][1] = w``): the new values
-    #   are computed by the ordinary ops, then written by the op WriteRegion into the memory
-    #   of the base tensor (the tensor itself, or the one a view shows), which is rebased
-    #   onto that node. Nodes recorded earlier keep reaching the old state
+    #   are computed by the ordinary ops, then written (engine.record_write, the op
+    #   WriteRegion) into the memory of the base tensor (the tensor itself, or the one a
+    #   view shows), which is rebased onto that node. Nodes recorded earlier keep reaching the old state
     #   (tinygrad_rnn.engine.as_seen_by), views of the base are re-recorded on their next
-    #   use (_refresh_view). docs/engine.md, section 11, "Views and in-place writes".
+    #   use (engine.refresh_view). docs/engine.md, section 11, "Views and in-place writes".
     # A leaf that requires a gradient (a parameter), or a view of one, is written only
     # inside no_grad, as in torch.
-
-    def _write_is_recorded(self, op: str, value: Any = None) -> bool:
-        """Whether the in-place write ``op`` of ``value`` into this tensor must be recorded;
-        RuntimeError when it would be a write into a parameter outside ``no_grad``."""
-        if self._base is not None and self._gen != self._base._gen:
-            self._refresh_view()
-        if not _GRAD_MODE.enabled:
-            return False
-        root = self if self._base is None else self._base
-        if root._ctx is None and root._requires_grad:
-            what = "a leaf tensor" if root is self else "a view of a leaf tensor"
-            raise RuntimeError(
-                f"{op}: in-place write to {what} that requires a gradient (shape "
-                f"{root.shape}) would not be recorded; do it inside `with tr.no_grad():` "
-                f"(e.g. the parameter update `with tr.no_grad(): W -= lr * W.grad`), or "
-                f"write into a copy (x = x.clone())"
-            )
-        return self._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
 
     def _bump(self) -> "Tensor":
         self._version.value += 1
         return self
-
-    def _record_write(self, op: str, value: Any, index: Any = None) -> "Tensor":
-        """Write ``value`` (a tensor or constant) into this tensor, at ``index`` when given,
-        as a recorded op, and rebase the base tensor onto it."""
-        root = self if self._base is None else self._base
-        steps = self._view_steps
-        if index is not None:
-            steps = steps + (("index", index),)
-        written = WriteRegion.apply(root, value, steps=steps, op=op)
-        earlier = root._rebase(written)
-        if written._ctx is not None:  # the write consumed root's earlier state, not itself
-            written._ctx.inputs = (earlier,) + written._ctx.inputs[1:]
-        root._bump()
-        if self is not root:
-            self._refresh_view()
-        return self
-
-    def _record_update(self, op: str, result: "Tensor") -> "Tensor":
-        """Write ``result`` (the new values, computed out of place from this tensor) back
-        into this tensor's memory as a recorded op. The node that computed ``result`` gets
-        copies of any array it saved from this memory, which is about to change (torch keeps
-        the original values the same way: ``a *= b`` needs the old ``a`` for dL/db)."""
-        if result.shape != self.shape:
-            raise RuntimeError(
-                f"{op}: the result has shape {result.shape} but the tensor written in place has "
-                f"shape {self.shape}; an in-place operation cannot change the shape (broadcast "
-                f"the other operand to {self.shape}, or use the out-of-place form)"
-            )
-        ctx = result._ctx
-        if ctx is not None:  # computed from this tensor's state before the write
-            ctx.inputs = tuple(self._snapshot() if t is self else t for t in ctx.inputs)
-        if ctx is not None and ctx.saved_arrays:
-            xp = get_array_module(self._data)
-            mine = self._version
-            ctx.saved_arrays = tuple(a.copy() if xp.may_share_memory(a, self._data) else a
-                                     for a in ctx.saved_arrays)
-            ctx.saved_versions = tuple(v for v in ctx.saved_versions if v[0] is not mine)
-        return self._record_write(op, result)
-
-    def _snapshot(self) -> "Tensor":
-        """A stand-in for this tensor's current place in the graph (same data, node and
-        version counter), for the nodes that consumed it before a rebase."""
-        earlier = Tensor._wrap(self._data)
-        earlier._ctx, earlier._out_index = self._ctx, self._out_index
-        earlier._requires_grad, earlier._version = self._requires_grad, self._version
-        return earlier
-
-    def _rebase(self, new: "Tensor") -> "Tensor":
-        """Make this tensor stand for ``new``'s place in the graph (after a recorded in-place
-        write), keeping its earlier state for the nodes recorded before; returns that
-        earlier state."""
-        REBASES.value += 1
-        earlier = self._snapshot()
-        if self._requires_grad:  # an earlier state nobody can need a gradient for is dropped
-            if self._history is None:
-                self._history = ([], [])
-            self._history[0].append(REBASES.value)
-            self._history[1].append(earlier)
-        self._ctx, self._out_index = new._ctx, new._out_index
-        self._requires_grad = new._requires_grad
-        self._gen += 1
-        return earlier
-
-    def _refresh_view(self) -> None:
-        """Re-record this view from its base, which a recorded in-place write rebased since
-        the view's graph was made (only while gradients are recorded; until then the view
-        keeps its old graph)."""
-        base = self._base
-        if not _GRAD_MODE.enabled:
-            return
-        if base._requires_grad:
-            self._rebase(ViewOf.apply(base, steps=self._view_steps))
-        self._gen = base._gen
 
     def _mark_view(self, out: "Tensor", step: tuple, always: bool = False) -> "Tensor":
         """Record that ``out`` (made from this tensor by ``step``) is a view of this tensor's
@@ -797,8 +649,8 @@ class Tensor:
         if xp is not np:  # CuPy would wrap an out-of-range index array around
             check_index_bounds("__setitem__", index, self.shape)
         self._inplace_operand("__setitem__", value, "x = x.clone(); x[index] = value")
-        if self._write_is_recorded("__setitem__", value):
-            self._record_write("__setitem__", value, index)
+        if write_is_recorded(self, "__setitem__", value):
+            record_write(self, "__setitem__", value, index)
             return
         raw = value._data if isinstance(value, Tensor) else value
 
@@ -819,7 +671,7 @@ class Tensor:
         would otherwise truncate, and NumPy's own error names no op. ``instead`` names the
         out-of-place way, for the message. A complex operand is a TypeError (its imaginary
         part would be dropped silently)."""
-        raw = _raw_like(other, self)
+        raw = raw_like(other, self)
         if isinstance(raw, (complex, np.complexfloating)) or (
                 hasattr(raw, "dtype") and raw.dtype.kind == "c"):
             raise TypeError(f"{op}: complex operands are not supported (the imaginary part "
@@ -833,7 +685,7 @@ class Tensor:
         else:
             raw = np.asarray(raw)
             other_dtype = raw.dtype
-        if _kind_rank(other_dtype) > _kind_rank(self.dtype):
+        if kind_rank(other_dtype) > kind_rank(self.dtype):
             raise TypeError(
                 f"{op}: an operand of dtype {other_dtype} gives a result that cannot be "
                 f"written in place into this tensor of dtype {self.dtype} (shape "
@@ -851,8 +703,8 @@ class Tensor:
                 f"alpha={alpha!r} for a tensor of dtype {self.dtype} (shape {self.shape})"
             )
         o = self._inplace_operand(_op, other, "x + y")
-        if self._write_is_recorded(_op, other):
-            return self._record_update(_op, self + (other if alpha == 1 else other * alpha))
+        if write_is_recorded(self, _op, other):
+            return record_update(self, _op, self + (other if alpha == 1 else other * alpha))
 
         def write() -> None:
             self._data += o if alpha == 1 else o * self.dtype.type(alpha)
@@ -861,14 +713,14 @@ class Tensor:
 
     def sub_(self, other: Any, *, _op: str = "sub_") -> "Tensor":
         o = self._inplace_operand(_op, other, "x - y")
-        if self._write_is_recorded(_op, other):
-            return self._record_update(_op, self - other)
+        if write_is_recorded(self, _op, other):
+            return record_update(self, _op, self - other)
         return self._raw_write(_op, lambda: self._data.__isub__(o))
 
     def mul_(self, other: Any, *, _op: str = "mul_") -> "Tensor":
         o = self._inplace_operand(_op, other, "x * y")
-        if self._write_is_recorded(_op, other):
-            return self._record_update(_op, self * other)
+        if write_is_recorded(self, _op, other):
+            return record_update(self, _op, self * other)
         return self._raw_write(_op, lambda: self._data.__imul__(o))
 
     def div_(self, other: Any, *, _op: str = "div_") -> "Tensor":
@@ -881,8 +733,8 @@ class Tensor:
                 f"returns a new float tensor, or convert first (e.g. x = x.float())"
             )
         o = self._inplace_operand(_op, other, "x / y")
-        if self._write_is_recorded(_op, other):
-            return self._record_update(_op, self / other)
+        if write_is_recorded(self, _op, other):
+            return record_update(self, _op, self / other)
         return self._raw_write(_op, lambda: self._data.__itruediv__(o))
 
     def pow_(self, exponent: Any, *, _op: str = "pow_") -> "Tensor":
@@ -894,8 +746,8 @@ class Tensor:
                 f"{_op}: the power {exponent!r} of a tensor of dtype {self.dtype} has dtype "
                 f"{result.dtype}, which cannot be written in place; use x ** {exponent!r}"
             )
-        if self._write_is_recorded(_op):
-            return self._record_update(_op, result)
+        if write_is_recorded(self, _op):
+            return record_update(self, _op, result)
         return self._raw_write(_op, lambda: self._data.__setitem__(Ellipsis, result._data))
 
     # the augmented assignments act in place, as in torch (Python would rebind the name)
@@ -931,11 +783,11 @@ class Tensor:
             if shape != self.shape:
                 raise ValueError(f"copy_: source shape {tuple(raw.shape)} cannot be broadcast "
                                  f"to the tensor's shape {self.shape}")
-        if self._write_is_recorded("copy_", other):
+        if write_is_recorded(self, "copy_", other):
             if src is not None and src.device != self.device:
                 src = src.to(self.device)
             value = src if src is not None else to_device(raw, self.device)
-            return self._record_write("copy_", value)
+            return record_write(self, "copy_", value)
         raw = to_device(raw, self.device)  # copy_ is the explicit way to copy across devices
         return self._raw_write("copy_", lambda: self._data.__setitem__(Ellipsis, raw))
 
@@ -950,12 +802,12 @@ class Tensor:
         bool) is a ValueError instead of being truncated, wrapped or squashed silently, and
         a value that is no real number is a TypeError. Nothing is written then. On a tensor
         in a graph the write is recorded (the old values get a zero gradient)."""
-        v = _fill_value(value, self)
-        if self._write_is_recorded("fill_", value):
+        v = fill_scalar(value, self)
+        if write_is_recorded(self, "fill_", value):
             xp = get_array_module(self._data)
             src = value if isinstance(value, Tensor) else Tensor._wrap(
                 xp.asarray(v, dtype=self.dtype))
-            return self._record_write("fill_", src)
+            return record_write(self, "fill_", src)
         return self._raw_write("fill_", lambda: self._data.__setitem__(Ellipsis, v))
 
     def zero_(self) -> "Tensor":
@@ -973,8 +825,8 @@ class Tensor:
                 f"cannot be written in place into this tensor of dtype {self.dtype} (shape "
                 f"{self.shape}); use clip(), which returns a new tensor, or integer bounds"
             )
-        if self._write_is_recorded("clip_"):
-            return self._record_update("clip_", self.clip(min, max))
+        if write_is_recorded(self, "clip_"):
+            return record_update(self, "clip_", self.clip(min, max))
         xp = get_array_module(self._data)
         return self._raw_write("clip_", lambda: xp.clip(self._data, lo, hi, out=self._data))
 
@@ -985,14 +837,14 @@ class Tensor:
         tinygrad_rnn Generator; the package's default generator when None). Drawn on the
         host, as every random number here, then copied to the tensor's device."""
         self._check_float("uniform_")
-        u = _generator("uniform_", generator).uniform(float(a), float(b), size=self.shape)
+        u = generator_for("uniform_", generator).uniform(float(a), float(b), size=self.shape)
         return self.copy_(u.astype(self.dtype))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *,
                 generator: Any = None) -> "Tensor":
         """Fill with samples of N(mean, std^2), in place (see :meth:`uniform_`)."""
         self._check_float("normal_")
-        z = _generator("normal_", generator).normal(float(mean), float(std), size=self.shape)
+        z = generator_for("normal_", generator).normal(float(mean), float(std), size=self.shape)
         return self.copy_(z.astype(self.dtype))
 
     def _check_float(self, op: str) -> None:
@@ -1003,7 +855,7 @@ class Tensor:
         """The entries in reverse order along ``dims`` (a copy, as torch's ``flip``)."""
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
             dims = tuple(dims[0])
-        axes = {_check_axis("flip", _int_arg("flip", "dims", d), self.ndim, self.shape)
+        axes = {check_axis("flip", int_arg("flip", "dims", d), self.ndim, self.shape)
                 for d in dims}
         index = tuple(slice(None, None, -1) if k in axes else slice(None)
                       for k in range(self.ndim))
@@ -1016,8 +868,8 @@ class Tensor:
         if result.dtype != self.dtype:
             raise TypeError(f"masked_fill_: the value {value!r} gives dtype {result.dtype}, "
                             f"which cannot be written into a tensor of dtype {self.dtype}")
-        if self._write_is_recorded("masked_fill_"):
-            return self._record_update("masked_fill_", result)
+        if write_is_recorded(self, "masked_fill_"):
+            return record_update(self, "masked_fill_", result)
         return self._raw_write("masked_fill_",
                                lambda: self._data.__setitem__(Ellipsis, result._data))
 
@@ -1050,7 +902,7 @@ class Tensor:
         return Neg.apply(self)
 
     def __pow__(self, exponent: Any) -> "Tensor":
-        if isinstance(exponent, Tensor) or not _is_real_scalar(exponent):
+        if isinstance(exponent, Tensor) or not is_real_scalar(exponent):
             raise TypeError(f"pow: the exponent must be a constant real number (a Python or "
                             f"NumPy scalar or a 0-d array), got {exponent!r} "
                             f"({type(exponent).__name__}); for a tensor exponent use "
@@ -1077,11 +929,11 @@ class Tensor:
     # rather than silently cut from it
     def _integer_division(self, o: Any, name: str, ufunc: str, reflected: bool) -> "Tensor":
         for t in (self, o):
-            if isinstance(t, Tensor) and t.requires_grad and _GRAD_MODE.enabled:
+            if isinstance(t, Tensor) and t.requires_grad and GRAD_MODE.enabled:
                 raise RuntimeError(f"{name}: not differentiable here; compute it on "
                                    f"x.detach() or inside tr.no_grad()")
-        _check_real_operands(name, [o])
-        a, b = self._data, o._data if isinstance(o, Tensor) else _raw_like(o, self)
+        check_real_operands(name, [o])
+        a, b = self._data, o._data if isinstance(o, Tensor) else raw_like(o, self)
         if reflected:
             a, b = b, a
         return Tensor._wrap(getattr(get_array_module(self._data), ufunc)(a, b))
@@ -1122,7 +974,7 @@ class Tensor:
         if isinstance(o, Tensor) and o.device != self.device:
             raise RuntimeError(f"{name}: the tensors are on {self.device} and {o.device}; "
                                f"move one with .to()")
-        raw = _raw_like(o, self)
+        raw = raw_like(o, self)
         if isinstance(raw, (str, bytes)) or (hasattr(raw, "dtype") and raw.dtype == object):
             raise TypeError(f"{name}: cannot compare a tensor of dtype {self.dtype} with "
                             f"{o!r} ({type(o).__name__})")
@@ -1233,19 +1085,19 @@ class Tensor:
     # ---------------------------------------------------------------- NumPy-named methods
     # Reductions take torch's (dim, keepdim) and NumPy's (axis, keepdims) spellings.
     def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
+            keepdims: Any = UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
         _no_out("sum", out)
         out = Sum.apply(self, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
         return out if dtype is None else out.astype(check_dtype("sum", dtype))
 
     def mean(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-             keepdims: Any = _UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
+             keepdims: Any = UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
         _no_out("mean", out)
         x = self if dtype is None else self.astype(check_dtype("mean", dtype))
         return Mean.apply(x, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
 
     def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET, out: Any = None) -> Any:
+            keepdims: Any = UNSET, out: Any = None) -> Any:
         """The maximum, with torch's three forms and NumPy's:
 
         * ``x.max()``: the largest entry (tied maxima share the gradient equally);
@@ -1264,7 +1116,7 @@ class Tensor:
         return self._extremum_at("max", dim, keepdim)
 
     def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET, out: Any = None) -> Any:
+            keepdims: Any = UNSET, out: Any = None) -> Any:
         """The minimum, in the forms of :meth:`max` (any dtype, bool included)."""
         _no_out("min", out)
         if isinstance(dim, Tensor):
@@ -1279,7 +1131,7 @@ class Tensor:
         indices = (self.argmax if op == "max" else self.argmin)(dim, keepdim=True)
         values = self.gather(dim, indices)
         if not keepdim:
-            d = _check_axis(op, _int_arg(op, "dim", dim), self.ndim, self.shape)
+            d = check_axis(op, int_arg(op, "dim", dim), self.ndim, self.shape)
             values, indices = values.squeeze(d), indices.squeeze(d)
         return ValuesIndices(values, indices)
 
@@ -1303,7 +1155,7 @@ class Tensor:
             out = getattr(xp, op)(self._data)
             shape = (1,) * self.ndim if keepdim else ()
             return Tensor._wrap(xp.asarray(out, dtype=np.int64).reshape(shape))
-        d = _check_axis(op, _int_arg(op, "dim", dim), max(self.ndim, 1), self.shape)
+        d = check_axis(op, int_arg(op, "dim", dim), max(self.ndim, 1), self.shape)
         data = self._data if self.ndim else self._data.reshape(1)
         out = getattr(xp, op)(data, axis=d, keepdims=bool(keepdim)).astype(np.int64)
         return Tensor._wrap(out if self.ndim else out.reshape(()))
@@ -1312,7 +1164,7 @@ class Tensor:
         """torch's ``gather``: ``out[i][j][k] = self[index[i][j][k]][j][k]`` for dim 0 (and
         likewise for other dims); ``index`` has this tensor's number of dimensions and is no
         larger in the other dims. Differentiable (repeated indices accumulate)."""
-        d = _check_axis("gather", _int_arg("gather", "dim", dim), max(self.ndim, 1),
+        d = check_axis("gather", int_arg("gather", "dim", dim), max(self.ndim, 1),
                         self.shape)
         idx = index._data if isinstance(index, Tensor) else np.asarray(index)
         if idx.dtype.kind not in "iu":
@@ -1332,7 +1184,7 @@ class Tensor:
 
     def index_select(self, dim: int, index: Any) -> "Tensor":
         """The entries at ``index`` (1-D integers) along ``dim``; a copy, differentiable."""
-        d = _check_axis("index_select", _int_arg("index_select", "dim", dim), self.ndim,
+        d = check_axis("index_select", int_arg("index_select", "dim", dim), self.ndim,
                         self.shape)
         idx = index._data if isinstance(index, Tensor) else np.asarray(index)
         if idx.ndim > 1 or (idx.size and idx.dtype.kind not in "iu"):
@@ -1344,8 +1196,8 @@ class Tensor:
              sorted: bool = True) -> "ValuesIndices":
         """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest
         first (ties in index order)."""
-        k = _int_arg("topk", "k", k)
-        d = _check_axis("topk", _int_arg("topk", "dim", dim), max(self.ndim, 1), self.shape)
+        k = int_arg("topk", "k", k)
+        d = check_axis("topk", int_arg("topk", "dim", dim), max(self.ndim, 1), self.shape)
         n = self.shape[d] if self.ndim else 1
         if not 0 <= k <= n:
             raise IndexError(f"topk: k={k} is out of range for dimension {d} of size {n}")
@@ -1358,7 +1210,7 @@ class Tensor:
         """Sorted values along ``dim`` and their indices (a stable sort: ties keep their
         order)."""
         xp = get_array_module(self._data)
-        d = _check_axis("sort", _int_arg("sort", "dim", dim), max(self.ndim, 1), self.shape)
+        d = check_axis("sort", int_arg("sort", "dim", dim), max(self.ndim, 1), self.shape)
         data = self._data if self.ndim else self._data.reshape(1)
         if descending:  # stable for ties: sort the reversed axis ascending, then flip back
             flipped = xp.flip(data, axis=d)
@@ -1377,7 +1229,7 @@ class Tensor:
         inf or any real p > 0. The gradient at an all-zero input is 0, as in torch."""
         if p == "fro":
             p = 2.0
-        if isinstance(p, (bool, str)) or not _is_real_scalar(p) or not float(p) > 0:
+        if isinstance(p, (bool, str)) or not is_real_scalar(p) or not float(p) > 0:
             raise ValueError(f"norm: p must be 'fro' or a real number > 0, got {p!r}")
         p = float(p)
         if p == float("inf"):
@@ -1387,7 +1239,7 @@ class Tensor:
         return Norm.apply(self, p=p, axis=dim, keepdims=bool(keepdim))
 
     def any(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET, out: Any = None) -> "Tensor":
+            keepdims: Any = UNSET, out: Any = None) -> "Tensor":
         """True where some entry along ``dim`` (every entry by default) is nonzero."""
         xp = get_array_module(self._data)
         _no_out("any", out)
@@ -1395,7 +1247,7 @@ class Tensor:
         return Tensor._wrap(xp.asarray(xp.any(self._data, axis=_axis(axis, dim), keepdims=keep)))
 
     def all(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
-            keepdims: Any = _UNSET, out: Any = None) -> "Tensor":
+            keepdims: Any = UNSET, out: Any = None) -> "Tensor":
         """True where every entry along ``dim`` (every entry by default) is nonzero."""
         xp = get_array_module(self._data)
         _no_out("all", out)
@@ -1413,16 +1265,16 @@ class Tensor:
         ddof = (1 if unbiased else 0) if correction is None else correction
         centered = self - self.mean(dim, keepdim=True)
         n = self.numel() if dim is None else math.prod(
-            self.shape[a] for a in ((dim,) if _is_int(dim) else dim))
+            self.shape[a] for a in ((dim,) if is_int(dim) else dim))
         return (centered * centered).sum(dim, keepdim) / max(n - ddof, 0)
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple:
         """Split into ``chunks`` pieces of ceil(n / chunks) along ``dim`` (the last may be
         smaller, and there may be fewer pieces, as in torch)."""
-        chunks = _int_arg("chunk", "chunks", chunks)
+        chunks = int_arg("chunk", "chunks", chunks)
         if chunks <= 0:
             raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-        n = self.shape[_check_axis("chunk", _int_arg("chunk", "dim", dim), self.ndim,
+        n = self.shape[check_axis("chunk", int_arg("chunk", "dim", dim), self.ndim,
                                    self.shape)]
         return split(self, max(-(-n // chunks), 1) if n else 1, dim=dim)
 
@@ -1431,7 +1283,7 @@ class Tensor:
 
     def unbind(self, dim: int = 0) -> tuple:
         """The slices along ``dim``, each a view (as torch's ``unbind``)."""
-        d = _check_axis("unbind", _int_arg("unbind", "dim", dim), self.ndim, self.shape)
+        d = check_axis("unbind", int_arg("unbind", "dim", dim), self.ndim, self.shape)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
     def repeat(self, *sizes: Any) -> "Tensor":
@@ -1469,7 +1321,7 @@ class Tensor:
     def reshape(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        shape = tuple(_int_arg("reshape", "shape", s) for s in shape)
+        shape = tuple(int_arg("reshape", "shape", s) for s in shape)
         return self._mark_view(Reshape.apply(self, shape=shape), ("reshape", shape))
 
     def view(self, *shape: Any) -> "Tensor":
@@ -1495,7 +1347,7 @@ class Tensor:
 
     def narrow(self, dim: int, start: int, length: int) -> "Tensor":
         """The view ``self[..., start:start+length, ...]`` along ``dim`` (torch's narrow)."""
-        axis = _check_axis("narrow", dim, self.ndim, self.shape)
+        axis = check_axis("narrow", dim, self.ndim, self.shape)
         n = self.shape[axis]
         if not -n <= start <= n or length < 0 or start % max(n, 1) + length > n:
             raise IndexError(f"narrow: start {start} and length {length} do not fit dimension "
@@ -1507,9 +1359,9 @@ class Tensor:
         """Merge dimensions ``start_dim`` to ``end_dim`` into one (all by default)."""
         if self.ndim == 0:
             return self.reshape(1)
-        a = _check_axis("flatten", _int_arg("flatten", "start_dim", start_dim), self.ndim,
+        a = check_axis("flatten", int_arg("flatten", "start_dim", start_dim), self.ndim,
                         self.shape)
-        b = _check_axis("flatten", _int_arg("flatten", "end_dim", end_dim), self.ndim,
+        b = check_axis("flatten", int_arg("flatten", "end_dim", end_dim), self.ndim,
                         self.shape)
         if a > b:
             raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
@@ -1560,14 +1412,14 @@ class Tensor:
         for axis in (a, b):
             if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
                 raise TypeError(f"{op}: axes must be integers, got {a!r} and {b!r}")
-        a = _check_axis(op, a, self.ndim, self.shape)
-        b = _check_axis(op, b, self.ndim, self.shape)
+        a = check_axis(op, a, self.ndim, self.shape)
+        b = check_axis(op, b, self.ndim, self.shape)
         axes = list(range(self.ndim))
         axes[a], axes[b] = axes[b], axes[a]
         return self._permuted(tuple(axes), op)
 
     def unsqueeze(self, dim: int) -> "Tensor":
-        axis = _check_axis("unsqueeze", _int_arg("unsqueeze", "dim", dim), self.ndim + 1,
+        axis = check_axis("unsqueeze", int_arg("unsqueeze", "dim", dim), self.ndim + 1,
                            self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
@@ -1577,7 +1429,7 @@ class Tensor:
             return self.reshape(tuple(s for s in self.shape if s != 1))
         if self.ndim == 0 and axis in (0, -1):  # as torch: squeezing a 0-d tensor is a no-op
             return self
-        axis = _check_axis("squeeze", axis, self.ndim, self.shape)
+        axis = check_axis("squeeze", axis, self.ndim, self.shape)
         if self.shape[axis] != 1:
             return self
         return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
@@ -1623,13 +1475,13 @@ class Tensor:
         return ReLU.apply(self)
 
     def softmax(self, dim: int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
-        axis = _int_arg("softmax", "dim", dim if axis is None else axis)
-        return Softmax.apply(self, axis=axis, mask=_constant(mask, self, "softmax", "mask"))
+        axis = int_arg("softmax", "dim", dim if axis is None else axis)
+        return Softmax.apply(self, axis=axis, mask=constant_data(mask, self, "softmax", "mask"))
 
     def log_softmax(self, dim: int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
-        axis = _int_arg("log_softmax", "dim", dim if axis is None else axis)
+        axis = int_arg("log_softmax", "dim", dim if axis is None else axis)
         return LogSoftmax.apply(self, axis=axis,
-                                mask=_constant(mask, self, "log_softmax", "mask"))
+                                mask=constant_data(mask, self, "log_softmax", "mask"))
 
     def clip(self, min: float | None = None, max: float | None = None) -> "Tensor":
         """Clamp to [min, max]; see :func:`tinygrad_rnn.functional.clip` (an integer tensor
@@ -1653,7 +1505,7 @@ class Tensor:
     def masked_fill(self, mask: Any, value: float) -> "Tensor":
         from .ops import MaskedFill
 
-        return MaskedFill.apply(self, mask=_constant(mask, self, "masked_fill", "mask"),
+        return MaskedFill.apply(self, mask=constant_data(mask, self, "masked_fill", "mask"),
                                 value=value)
 
 
@@ -1695,18 +1547,6 @@ class _Cast(Function):
         return g.astype(ctx.in_dtype)
 
 
-# ------------------------------------------------------------------------- helpers
-def _check_axis(op: str, axis: int, ndim: int, shape: tuple) -> int:
-    """``axis`` as a non-negative index into ``ndim`` positions; IndexError naming the op,
-    the axis and the shape when it is out of range (plain ``%`` would wrap it silently)."""
-    if not -ndim <= axis < ndim:
-        raise IndexError(
-            f"{op}: axis {axis} is out of range for a tensor of shape {tuple(shape)} "
-            f"(valid: {-ndim} to {ndim - 1})"
-        )
-    return axis % ndim
-
-
 def _no_out(op: str, out: Any) -> None:
     """``out=`` (torch's and NumPy's output argument) is accepted only as None: results are
     always new tensors here (np.sum(t) passes out=None)."""
@@ -1718,7 +1558,7 @@ def _no_out(op: str, out: Any) -> None:
 def _keep(keepdim: Any, keepdims: Any) -> bool:
     """torch's ``keepdim`` or NumPy's ``keepdims`` (either spelling, not two different
     values)."""
-    if keepdims is _UNSET:
+    if keepdims is UNSET:
         return keepdim
     if keepdim and not keepdims:
         raise TypeError("give keepdim or keepdims, not both")
@@ -1738,6 +1578,7 @@ class Size(tuple):
     def numel(self) -> int:
         """The number of elements of a tensor of this shape."""
         return math.prod(self)
+
 
     # printed as a plain tuple, (3, 4), so shapes read the same in every message
 
@@ -1763,6 +1604,8 @@ _TYPE_NAMES = {np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "Doubl
                np.dtype(np.int32): "IntTensor", np.dtype(np.int16): "ShortTensor",
                np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
                np.dtype(np.bool_): "BoolTensor"}
+
+
 _NAMED_TYPES = {name: dtype for dtype, name in _TYPE_NAMES.items()}
 
 
@@ -1781,7 +1624,7 @@ def _axis(axis: Any, dim: Any) -> Any:
     return axis
 
 
-def _constant(value: Any, ref: Any, op: str, name: str) -> Any:
+def constant_data(value: Any, ref: Any, op: str, name: str) -> Any:
     """The raw data of a constant argument (mask, target, ids, class weights) of ``op`` on
     the tensor ``ref``. Host data (NumPy arrays, lists) is returned as it is: the op copies
     it to ``ref``'s device. A Tensor must be on ``ref``'s device; one on another device is a
@@ -1794,50 +1637,6 @@ def _constant(value: Any, ref: Any, op: str, name: str) -> Any:
             f"move it with .to({ref.device!r})"
         )
     return value._data
-
-
-def host_lengths(lengths: Any, owner: str, what: str = "lengths") -> np.ndarray:
-    """Sequence lengths as a host NumPy integer array, for ``owner`` (named in errors).
-
-    Lengths decide which steps run and which positions are masked, so they are read on the
-    host, and as in PyTorch they must be given there (a list, a NumPy array or a CPU Tensor):
-    lengths on a device raise a TypeError asking for the explicit copy (``.numpy()``)
-    instead of being copied back silently. A non-integer dtype is a ValueError (2.5 steps
-    would otherwise be truncated to 2)."""
-    raw = lengths._data if isinstance(lengths, Tensor) else lengths
-    if get_array_module(raw) is not np:
-        raise TypeError(
-            f"{owner}: {what} must be on the host (a list, NumPy array or CPU Tensor), as in "
-            f"PyTorch, but they are on {device_of(raw)}; copy them explicitly with .numpy() "
-            f"(they decide which steps run, so they are read on the host)"
-        )
-    arr = np.asarray(raw)
-    if arr.dtype.kind not in "iu":
-        raise ValueError(f"{owner}: {what} must be integers, got dtype {arr.dtype} "
-                         f"(shape {arr.shape})")
-    return arr
-
-
-def _raw_like(x: Any, ref: Tensor) -> Any:
-    """Raw operand combined with ``ref``: scalars become NumPy scalars of ref's float dtype
-    (every backend takes those as kernel arguments: no host-to-device copy per call)."""
-    if isinstance(x, Tensor):
-        return x._data
-    if isinstance(x, (bool, int, float, np.generic)) and is_float_dtype(ref.dtype):
-        return ref.dtype.type(x)
-    return x
-
-
-def _fill_value(value: Any, ref: Tensor) -> Any:
-    """``value`` as a scalar of ``ref``'s dtype, for :meth:`Tensor.fill_`: TypeError when it
-    is no real number, ValueError when ``ref``'s dtype cannot hold it exactly."""
-    try:
-        return _exact_value("fill_", value, ref.dtype, ref.shape)
-    except ValueError as err:
-        raise ValueError(
-            f"{err}. fill_ keeps the dtype: use tr.full(x.shape, value, dtype=...) for a new "
-            f"tensor, or convert first (e.g. x = x.float())"
-        ) from None
 
 
 def _index(index: Any, xp: Any = np) -> Any:
@@ -1906,757 +1705,21 @@ def _ufunc(name: str, t: Tensor) -> Callable:
     return getattr(get_array_module(t._data), name)
 
 
-def _kind_rank(dtype: Any) -> int:
-    """0 for bool, 1 for integers, 2 for floats: the categories of type promotion."""
-    kind = np.dtype(dtype).kind
-    return 2 if kind in "fc" else (0 if kind == "b" else 1)
-
-
-# Python and NumPy scalars of a real category (bool < integer < float); complex is none
-_REAL_SCALARS = (int, float, np.integer, np.floating, np.bool_)
-
-
-def _lift_scalars_beside_floats(inputs: tuple) -> tuple | None:
-    """The fast path of :func:`_lift_inputs`, for its commonest case (``x * 2.0``,
-    ``1.0 - z``, ``z / 3``): every tensor input holds float data and every other input is a
-    Python or NumPy real scalar. Each scalar then takes the tensors' float dtype (float32
-    with float64 is float64), which is what :func:`_lift_inputs` gives too; this only skips
-    its lists and its per-scalar ``np.result_type``. None when the case does not apply."""
-    dtype = None
-    for x in inputs:
-        if isinstance(x, Tensor):
-            d = x._data.dtype
-            if d.kind != "f":
-                return None
-            if dtype is None:
-                dtype, first = d, x._data
-            elif d != dtype:
-                dtype = np.promote_types(dtype, d)
-        elif not isinstance(x, _REAL_SCALARS):
-            return None
-    if dtype is None:  # scalars only
-        return None
-    xp = np if type(first) is np.ndarray else get_array_module(first)
-    return tuple([x if isinstance(x, Tensor) else Tensor._wrap(xp.asarray(x, dtype))
-                  for x in inputs])
-
-
-def _check_real_operands(name: str, operands: list) -> None:
-    """TypeError naming the operation ``name`` for an operand that is no real number or real
-    array: a complex number would lose its imaginary part when cast to the tensor's dtype, a
-    string would be parsed by NumPy, None or an object would fail deep inside the op."""
-    for x in operands:
-        if isinstance(x, Tensor):
-            continue
-        kind = getattr(x, "dtype", None)
-        kind = np.dtype(kind).kind if kind is not None else None
-        if isinstance(x, (complex, np.complexfloating)) or kind == "c":
-            raise TypeError(f"{name}: complex operands are not supported (the "
-                            f"imaginary part would be lost), got {x!r}"[:300])
-        if kind is None and not isinstance(x, (bool, int, float, list, tuple)):
-            raise TypeError(f"{name}: operands must be tensors, arrays or real "
-                            f"numbers, got {x!r} ({type(x).__name__})"[:300])
-        if kind is not None and kind not in _SUPPORTED_KINDS:
-            raise TypeError(f"{name}: operands of dtype {np.dtype(x.dtype)} are "
-                            f"not supported (booleans, integers and floats are)")
-
-
-_PUBLIC_NAMES = {"ReLU": "relu", "BCEWithLogits": "binary_cross_entropy_with_logits",
-                 "MatMul": "matmul", "GetItem": "getitem"}
-
-
-def _public_name(fn: type) -> str:
-    """The op's public (snake_case) name: LogSoftmax -> log_softmax, MSELoss -> mse_loss."""
-    if fn.__name__ in _PUBLIC_NAMES:
-        return _PUBLIC_NAMES[fn.__name__]
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_",
-                  fn.__name__.lstrip("_")).lower()
-
-
-def _check_integer_scalars(fn: type, scalars: list, dtype: np.dtype,
-                           tensors_in: list) -> None:
-    """ValueError naming op ``fn``, the scalar and the integer tensors when an integer
-    scalar lies outside the integer ``dtype`` it takes (``uint8_ids + 300``): casting it to
-    ``dtype`` would raise NumPy's bare OverflowError for a Python int and wrap a NumPy
-    integer around silently, torch wraps; a scalar changed silently is refused."""
-    info = np.iinfo(dtype)
-    for x in scalars:
-        if isinstance(x, (int, np.integer)) and not info.min <= int(x) <= info.max:
-            tensors = ", ".join(f"shape {t.shape} dtype {t.dtype}" for t in tensors_in)
-            raise ValueError(
-                f"{fn.__name__}: the integer scalar {x!r} is outside the range of {dtype} "
-                f"(integers from {info.min} to {info.max}), the dtype it takes beside the "
-                f"tensor input(s) ({tensors}); it would wrap around, so it is refused: "
-                f"convert the tensor first (e.g. x.astype(np.int64) or x.float())"
-            )
-
-
-def _lift_inputs(fn: type, inputs: tuple) -> tuple:
-    """The inputs of op ``fn``, some of them scalars or host arrays, as Tensors, with torch's
-    rule for a scalar beside tensors: the scalar takes the tensors' dtype when it is of the
-    same category (bool < integer < float) or a lower one, so ``x32 * 2.5`` stays float32;
-    when it is of a higher category the result is that category's default dtype: an integer
-    or boolean tensor with a float scalar computes in the default float dtype (``ids * 0.5`` is
-    float32, not NumPy's float64), a boolean tensor with an integer scalar in int64
-    (``mask * 2`` counts, it is not ``True``). Beside integer tensors of several dtypes an
-    integer scalar takes their promoted dtype (int8 with int64 gives int64), and one outside
-    that dtype's range is a ValueError (``uint8_ids + 300``), never wrapped around. A 0-d
-    host array counts as a scalar (NumPy 2 would otherwise promote float32 with a float64
-    0-d array to float64). :func:`_lift_scalars_beside_floats` is the fast path of the
-    all-float case."""
-    tensors_in = [x for x in inputs if isinstance(x, Tensor)]
-    scalars = [x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs]
-    _check_real_operands(_public_name(fn), scalars)
-    if not tensors_in:
-        return tuple(x if isinstance(x, Tensor) else Tensor._wrap(_to_array(x, copy=False))
-                     for x in scalars)
-    top_rank = max(_kind_rank(t.dtype) for t in tensors_in)
-    scalar_rank = max((_kind_rank(np.result_type(x)) for x in scalars
-                       if isinstance(x, (bool, int, float, np.generic))), default=-1)
-    if scalar_rank == 2 and top_rank < 2:
-        # no gradient flows through integer data, so the cast needs no graph node
-        inputs = tuple(Tensor._wrap(x._data.astype(get_default_dtype())) if isinstance(x, Tensor)
-                       else x for x in scalars)
-        scalar_dtype = get_default_dtype()
-    elif scalar_rank > top_rank:
-        inputs, scalar_dtype = scalars, np.dtype(np.int64)
-    elif top_rank == 2:
-        inputs = scalars
-        scalar_dtype = result_float_dtype(*(t.dtype for t in tensors_in))
-    else:  # integer or boolean tensors only: their promoted dtype (bool beside int8 is int8)
-        inputs = scalars
-        scalar_dtype = np.result_type(*(t.dtype for t in tensors_in))
-    if scalar_dtype.kind in "iu":
-        _check_integer_scalars(fn, scalars, scalar_dtype, tensors_in)
-    xp = get_array_module(tensors_in[0]._data)
-    return tuple(
-        x if isinstance(x, Tensor)
-        else Tensor._wrap(xp.asarray(x, scalar_dtype))
-        if isinstance(x, (bool, int, float, np.generic))
-        else Tensor._wrap(_to_array(x, copy=False))
-        for x in inputs
-    )
-
-
-def _promote_non_float(fn: type, tensors: tuple) -> tuple:
-    """Inputs of op ``fn`` some of which hold integer or boolean data, cast as torch would:
-    beside float inputs they take the float inputs' dtype (``ids * x32`` is float32, where
-    NumPy gives float64); with no float input, an op whose math is floating
-    (``fn.int_inputs_as_float``: exp, log, division, mean, softmax, losses) computes in
-    the default float dtype; any other op (add, sum, max, indexing) keeps them as they are. Integer
-    data never requires a gradient, so the casts need no graph node."""
-    floats = [t._data.dtype for t in tensors if t._data.dtype.kind == "f"]
-    if floats:
-        dtype = result_float_dtype(*floats)
-    elif fn.int_inputs_as_float:
-        dtype = get_default_dtype()
-    else:
-        return tensors
-    return tuple(t if t._data.dtype.kind == "f" else Tensor._wrap(t._data.astype(dtype))
-                 for t in tensors)
-
-
-def _share_versions(results: tuple, tensors: tuple) -> None:
-    """An output whose data is a view of an input's data (reshape, transpose) shares that
-    input's version counter, so an in-place write through either one is seen by every node
-    that saved the other (otherwise ``x.T`` saved by a Mul and then ``x.add_(1)`` would give
-    a silently wrong gradient)."""
-    for r in results:
-        o = r._data
-        if getattr(o, "base", None) is None:
-            # not a view: only an input returned as it is can share memory (cheap check,
-            # as most ops return a fresh array)
-            for t in tensors:
-                if o is t._data:
-                    break
-            else:
-                continue
-        xp = get_array_module(o)
-        for t in tensors:
-            if xp.may_share_memory(o, t._data):
-                r._version = t._version
-                break
-
-
-def _check_devices(fn: type, tensors: tuple, const: tuple | None = None) -> None:
-    """RuntimeError naming the op and both devices when its inputs (or an array constant,
-    such as a mask) live on different devices."""
-    d0 = device_of(tensors[0]._data)
-    for k, t in enumerate(tensors):
-        d = device_of(t._data)
-        if d != d0:
-            raise RuntimeError(
-                f"{fn.__name__}: expected all tensors on one device, but input 0 "
-                f"(shape {tensors[0].shape}) is on {d0} and input {k} (shape {t.shape}) is on "
-                f"{d}; move one with .to({d0!r}) or .to({d!r})"
-            )
-    if const is not None:
-        name, v = const
-        d = device_of(v)
-        if d != d0:
-            raise RuntimeError(
-                f"{fn.__name__}: the input (shape {tensors[0].shape}) is on {d0} but {name} "
-                f"(shape {v.shape}) is on {d}; move {name} to {d0}"
-            )
-
-
-def _saved_versions(ctx: Context, tensors: tuple, results: tuple) -> list:
-    """(counter, version now, "input"/"output", index, shape) for every saved array that is
-    an input's or an output's data; the engine checks them before the node's backward."""
-    versions = []
-    for a in ctx.saved_arrays:
-        for k, t in enumerate(tensors):
-            if a is t._data:
-                versions.append((t._version, t._version.value, "input", k, a.shape))
-        for k, r in enumerate(results):
-            if a is r._data:
-                versions.append((r._version, r._version.value, "output", k, a.shape))
-    return versions
-
-
-def _mixed_float_dtypes(tensors: tuple, outs: tuple) -> bool:
-    """True when the op's inputs and outputs hold more than one float dtype (then the
-    engine casts each input gradient to its input's dtype)."""
-    if len(outs) == 1:  # the common case, one output with its inputs' dtype: no sets needed
-        dtype = outs[0].dtype
-        for t in tensors:
-            d = t._data.dtype
-            if d is not dtype and d != dtype:
-                break
-        else:
-            return False
-    dtypes = {t._data.dtype for t in tensors}
-    dtypes.update(o.dtype for o in outs)
-    return len({d for d in dtypes if d.kind == "f"}) > 1
-
-
-def _apply(fn: type, *inputs: Any, **constants: Any) -> Any:
-    """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
-    requires one, record the node. See :class:`tinygrad_rnn.ops.base.Function`.
-
-    This runs once per op, so the common case (all inputs tensors of one array type, one
-    output, nothing saved) takes plain loops and builds no list, set or tuple it does not
-    need; the general cases branch off."""
-    tensors = inputs
-    for x in inputs:
-        if not isinstance(x, Tensor):  # scalars and arrays become tensors
-            tensors = _lift_scalars_beside_floats(inputs) or _lift_inputs(fn, inputs)
-            break
-    if tensors:
-        # one array type means one device; only a mismatch pays for the full check
-        # and all-float inputs need no dtype promotion: one loop tests both
-        t0 = type(tensors[0]._data)
-        rebased = REBASES.value  # a view is stale only after some recorded in-place write
-        for t in tensors:
-            if rebased and t._base is not None and t._gen != t._base._gen:
-                t._refresh_view()  # its base was rebased by a recorded in-place write
-            d = t._data
-            if type(d) is not t0 or d.dtype.kind != "f":
-                if any(type(u._data) is not t0 for u in tensors):
-                    _check_devices(fn, tensors)
-                # integer or boolean data meets float data or float math: torch's dtypes
-                tensors = _promote_non_float(fn, tensors)
-                break
-        # an array constant (a mask) can be on a device only once that device's module loaded
-        if constants and _backend._DEVICE_MODULES:
-            for name, v in constants.items():
-                if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
-                    _check_devices(fn, tensors, (name, v))
-    ctx = Context(fn)
-    if _GRAD_MODE.enabled:
-        needs = tuple([t._requires_grad for t in tensors])
-        record = True in needs
-    else:
-        needs = (False,) * len(tensors)
-        record = False
-    ctx.needs_input_grad = needs
-    raw = fn.forward(ctx, *[t._data for t in tensors], **constants)
-    multi = isinstance(raw, tuple)
-    if multi:
-        outs = raw
-        results = tuple([Tensor._wrap(o) for o in raw])
-    else:
-        outs = (raw,)
-        results = (Tensor._wrap(raw),)
-    _share_versions(results, tensors)
-    if record:
-        ctx.inputs = tensors
-        if REBASES.value:
-            ctx.clock = REBASES.value
-        if _ScopeCount.active:
-            ctx.scope = _SCOPES.labels  # engine.current_scope(), without the call
-        ctx.n_outputs = len(outs)
-        if multi:
-            # what the engine needs to make a zero gradient for an output that gets none (a
-            # single output always has a gradient when its node is reached)
-            xp = get_array_module(*outs)
-            ctx.out_meta = tuple([(o.shape, o.dtype, xp) for o in outs])
-        if _mixed_float_dtypes(tensors, outs):
-            ctx.mixed_dtypes = True
-        if ctx.saved_arrays:
-            ctx.saved_versions = _saved_versions(ctx, tensors, results)
-        for i, r in enumerate(results):
-            if r._data.dtype.kind == "f":
-                r._ctx = ctx
-                r._out_index = i
-                r._requires_grad = True
-    return results if multi else results[0]
-
-
-Function.apply = classmethod(_apply)  # every op's apply (see Function.apply)
-
-
-# ------------------------------------------------------------------------- creation
-def tensor(data: Any, requires_grad: bool = False, dtype: Any = None,
-           device: Any = None) -> Tensor:
-    """Same as ``Tensor(data, requires_grad, dtype, device)``."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
-
-
-def _new(make: Callable[[Any], Any], requires_grad: bool, device: Any,
-         op: str = "tensor") -> Tensor:
-    """A tensor whose data ``make(xp)`` builds directly with the device's array module."""
-    _check_flag(op, "requires_grad", requires_grad)
-    xp = np if device is None else module_for_device(device)
-    t = Tensor._wrap(make(xp))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
-    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    shape, dtype = check_shape("zeros", shape), check_dtype("zeros", dtype)
-    return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device, "zeros")
-
-
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False,
-         device: Any = None) -> Tensor:
-    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
-    shape, dtype = check_shape("ones", shape), check_dtype("ones", dtype)
-    return _new(lambda xp: xp.ones(shape, dtype=dtype), requires_grad, device, "ones")
-
-
-def full(shape: Sequence[int], value: Any, dtype: Any = None,
-         requires_grad: bool = False, device: Any = None) -> Tensor:
-    """A tensor of ``shape`` filled with ``value``, a real number. Without ``dtype`` the
-    dtype follows the value, as in torch: bool for a bool, int64 for an integer,
-    the default float dtype (float32 unless ``set_default_dtype`` changed it) for a float. A
-    value the dtype cannot hold exactly (2.5 in an integer dtype) is a ValueError, as for
-    :meth:`Tensor.fill_`."""
-    shape = check_shape("full", (shape,))
-    if dtype is None:
-        v = _scalar_value("full", value)
-        dtype = (np.bool_ if isinstance(v, (bool, np.bool_)) else np.int64
-                 if isinstance(v, (int, np.integer)) else get_default_dtype())
-    dtype = check_dtype("full", dtype)
-    v = _exact_value("full", value, dtype, shape)
-    return _new(lambda xp: xp.full(shape, v, dtype=dtype), requires_grad, device, "full")
-
-
-def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Zeros with ``t``'s shape, dtype (unless given) and device."""
-    _check_tensor("zeros_like", "t", t)
-    dtype = t.dtype if dtype is None else check_dtype("zeros_like", dtype)
-    return _new(lambda xp: xp.zeros(t.shape, dtype=dtype), requires_grad, t.device,
-                "zeros_like")
-
-
-def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Ones with ``t``'s shape, dtype (unless given) and device."""
-    _check_tensor("ones_like", "t", t)
-    dtype = t.dtype if dtype is None else check_dtype("ones_like", dtype)
-    return _new(lambda xp: xp.ones(t.shape, dtype=dtype), requires_grad, t.device,
-                "ones_like")
-
-
-def empty(*shape: Any, dtype: Any = None, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
-    """torch's ``empty``. Here the entries are zeros, never leftover memory: an
-    uninitialised value would be a silent source of wrong numbers."""
-    shape, dtype = check_shape("empty", shape), check_dtype("empty", dtype)
-    return _new(lambda xp: xp.zeros(shape, dtype=dtype), requires_grad, device, "empty")
-
-
-def full_like(t: Tensor, fill_value: Any, dtype: Any = None,
-              requires_grad: bool = False) -> Tensor:
-    """``full`` with ``t``'s shape, dtype (unless given) and device."""
-    _check_tensor("full_like", "t", t)
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                device=t.device)
-
-
-def empty_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    _check_tensor("empty_like", "t", t)
-    return empty(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad,
-                 device=t.device)
-
-
-def rand_like(t: Tensor, generator: Any = None, dtype: Any = None,
-              requires_grad: bool = False) -> Tensor:
-    _check_tensor("rand_like", "t", t)
-    return rand(t.shape, generator=generator, dtype=dtype or t.dtype,
-                requires_grad=requires_grad, device=t.device)
-
-
-def randn_like(t: Tensor, generator: Any = None, dtype: Any = None,
-               requires_grad: bool = False) -> Tensor:
-    _check_tensor("randn_like", "t", t)
-    return randn(t.shape, generator=generator, dtype=dtype or t.dtype,
-                 requires_grad=requires_grad, device=t.device)
-
-
-def linspace(start: float, end: float, steps: int, dtype: Any = None,
-             requires_grad: bool = False, device: Any = None) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (computed in
-    float64, rounded once to the dtype)."""
-    steps = _int_arg("linspace", "steps", steps)
-    if steps < 0:
-        raise ValueError(f"linspace: steps must be >= 0, got {steps}")
-    for name, v in (("start", start), ("end", end)):
-        if not _is_real_scalar(v) or not math.isfinite(float(v)):
-            raise TypeError(f"linspace: {name} must be a finite real number, got {v!r}")
-    dtype = check_dtype("linspace", dtype, floating=True)
-    values = np.linspace(float(start), float(end), steps).astype(dtype)
-    return Tensor(values, requires_grad=requires_grad, device=device)
-
-
-def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
-            dtype: Any = np.int64, device: Any = None) -> Tensor:
-    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or
-    ``randint(low, high, size)``, from ``generator`` (a seed or numpy Generator)."""
-    if size is None:  # randint(high, size)
-        low, high, size = 0, low, high
-    low, high = _int_arg("randint", "low", low), _int_arg("randint", "high", high)
-    if high <= low:
-        raise ValueError(f"randint: need low < high, got low={low}, high={high}")
-    shape = check_shape("randint", (size,))
-    dtype = check_dtype("randint", dtype)
-    data = _generator("randint", generator).integers(low, high, size=shape).astype(dtype)
-    return Tensor(data, device=device)
-
-
-def randperm(n: int, *, generator: Any = None, dtype: Any = np.int64,
-             device: Any = None) -> Tensor:
-    """A random permutation of 0 .. n-1 from ``generator`` (a seed or numpy Generator)."""
-    n = _int_arg("randperm", "n", n)
-    if n < 0:
-        raise ValueError(f"randperm: n must be >= 0, got {n}")
-    data = _generator("randperm", generator).permutation(n).astype(
-        check_dtype("randperm", dtype))
-    return Tensor(data, device=device)
-
-
-def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor that shares memory with the NumPy ``array`` (writes through either are seen
-    by the other), as torch's ``from_numpy``."""
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
-    if array.dtype.kind not in _SUPPORTED_KINDS:
-        raise TypeError(f"from_numpy: arrays of dtype {array.dtype} are not supported "
-                        f"(booleans, integers and floats are)")
-    return Tensor._wrap(array)
-
-
-def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """``data`` as a tensor, without a copy where possible (a tensor of the same dtype and
-    device is returned as it is; a NumPy array of the right dtype is shared)."""
-    if isinstance(data, Tensor):
-        if dtype is not None:
-            data = data.astype(check_dtype("as_tensor", dtype))
-        return data if device is None else data.to(device)
-    if (isinstance(data, np.ndarray) and device in (None, "cpu")
-            and (dtype is None or np.dtype(dtype) == data.dtype)):
-        return from_numpy(data)
-    return Tensor(data, dtype=dtype, device=device)
-
-
-def is_tensor(obj: Any) -> bool:
-    return isinstance(obj, Tensor)
-
-
-def numel(t: Tensor) -> int:
-    _check_tensor("numel", "input", t)
-    return t.numel()
-
-
-def _typed_tensor(name: str, dtype: Any) -> Callable:
-    def make(*data: Any) -> Tensor:
-        """A tensor of this type from data (``LongTensor([1, 2])``) or of this shape
-        (``FloatTensor(2, 3)``: zeros here, never uninitialised memory)."""
-        if len(data) == 1 and not _is_int(data[0]):
-            return Tensor(data[0], dtype=dtype)
-        return zeros(*data, dtype=dtype)
-
-    make.__name__ = make.__qualname__ = name
-    return make
-
-
-FloatTensor = _typed_tensor("FloatTensor", np.float32)
-DoubleTensor = _typed_tensor("DoubleTensor", np.float64)
-LongTensor = _typed_tensor("LongTensor", np.int64)
-IntTensor = _typed_tensor("IntTensor", np.int32)
-BoolTensor = _typed_tensor("BoolTensor", np.bool_)
-ByteTensor = _typed_tensor("ByteTensor", np.uint8)
-
-
-def arange(*args: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """Evenly spaced values in [start, stop): ``arange(stop)``, ``arange(start, stop)`` or
-    ``arange(start, stop, step)``.
-
-    The dtype follows torch, not NumPy: when ``dtype`` is not given, any float argument
-    gives the default float dtype (``arange(0., 1., .25)`` is float32; NumPy would give float64),
-    integer arguments give int64. The values are computed in float64 and rounded once to
-    the dtype, so a float32 result has no error accumulated over the steps."""
-    if not 1 <= len(args) <= 3:
-        raise TypeError(f"arange: expected 1 to 3 arguments (start, stop, step), got "
-                        f"{len(args)}")
-    kinds = []
-    for a in args:
-        number = isinstance(a, (int, float, np.generic)) and not isinstance(a, (bool, np.bool_))
-        kinds.append(np.result_type(a).kind if number else "")
-        if kinds[-1] not in ("i", "u", "f"):
-            raise TypeError(f"arange: start, stop and step must be real numbers, got {a!r} "
-                            f"({type(a).__name__})")
-    for a in args:
-        if not math.isfinite(a):
-            raise ValueError(f"arange: start, stop and step must be finite, got {args}")
-    if len(args) == 3 and args[2] == 0:
-        raise ValueError("arange: step must not be zero")
-    if dtype is None:
-        dtype = get_default_dtype() if "f" in kinds else np.int64
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return _new(lambda xp: xp.arange(*args, dtype=np.float64).astype(dtype, copy=False),
-                    False, device)
-    return _new(lambda xp: xp.arange(*args, dtype=dtype), False, device)
-
-
-def randn(*shape: Any, generator: Any = None, dtype: Any = None,
-          requires_grad: bool = False, device: Any = None) -> Tensor:
-    """Standard normal samples from ``generator`` (a seed or numpy Generator). The samples
-    are drawn on the host and copied to ``device``, so a seed gives the same numbers on
-    every device."""
-    shape = check_shape("randn", shape)
-    dtype = check_dtype("randn", dtype, floating=True)
-    _check_flag("randn", "requires_grad", requires_grad)
-    data = _generator("randn", generator).standard_normal(shape).astype(dtype)
-    return Tensor(data, requires_grad=requires_grad, device=device)
-
-
-def rand(*shape: Any, generator: Any = None, dtype: Any = None,
-         requires_grad: bool = False, device: Any = None) -> Tensor:
-    """Uniform [0, 1) samples from ``generator`` (a seed or numpy Generator), drawn on the
-    host and copied to ``device``."""
-    shape = check_shape("rand", shape)
-    dtype = check_dtype("rand", dtype, floating=True)
-    _check_flag("rand", "requires_grad", requires_grad)
-    data = _generator("rand", generator).random(shape).astype(dtype)
-    return Tensor(data, requires_grad=requires_grad, device=device)
-
-
-# ------------------------------------------------------------------------- joining
-def cat(tensors: Sequence[Any], axis: Any = _UNSET, *, dim: int | None = None) -> Tensor:
-    """Concatenate along an existing axis (torch.cat / numpy.concatenate)."""
-    axis = _int_arg("cat", "dim", _dim_or_axis("cat", dim, axis))
-    return Concatenate.apply(*_tensor_sequence("cat", tensors), axis=axis)
-
-
-concatenate = cat
-
-
-def stack(tensors: Sequence[Any], axis: Any = _UNSET, *, dim: int | None = None) -> Tensor:
-    """Stack along a new axis."""
-    axis = _int_arg("stack", "dim", _dim_or_axis("stack", dim, axis))
-    return Stack.apply(*_tensor_sequence("stack", tensors), axis=axis)
-
-
-def split(x: Tensor, split_size_or_sections: Any, axis: Any = _UNSET, *,
-          dim: int | None = None) -> tuple:
-    """Split into pieces (torch semantics): an int gives pieces of that size (the last may be
-    smaller); a list gives the sizes of the pieces."""
-    _check_tensor("split", "x", x)
-    axis = _int_arg("split", "dim", _dim_or_axis("split", dim, axis))
-    n = x.shape[_check_axis("split", axis, x.ndim, x.shape)]
-    if _is_int(split_size_or_sections):
-        step = int(split_size_or_sections)
-        if step <= 0:
-            raise ValueError(f"split: split size must be positive, got {step}")
-        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
-    elif isinstance(split_size_or_sections, (list, tuple)):
-        sizes = [_int_arg("split", "split_size_or_sections", s)
-                 for s in split_size_or_sections]
-    else:
-        raise TypeError(f"split: split_size_or_sections must be an int or a list of ints, got "
-                        f"{split_size_or_sections!r}")
-    out = Split.apply(x, sizes=sizes, axis=axis)
-    return out if isinstance(out, tuple) else (out,)
-
-
-def where(condition: Any, a: Any, b: Any) -> Tensor:
-    """Elementwise choice: ``a`` where condition is True, else ``b``. The condition must
-    be boolean (a float mask would be read as nonzero-is-True silently)."""
-    ref = a if isinstance(a, Tensor) else b
-    cond = _constant(condition, ref, "where", "condition")
-    if not hasattr(cond, "dtype"):
-        cond = np.asarray(cond)
-    if cond.dtype.kind != "b":
-        raise TypeError(f"where: condition must be boolean, got dtype {cond.dtype} of shape "
-                        f"{tuple(cond.shape)} (compare first, e.g. mask > 0)")
-    return Where.apply(a, b, cond=cond)
-
-
-# ------------------------------------------------------------------------- argument checks
-_SUPPORTED_KINDS = "biuf"  # bool, signed and unsigned integers, floats
-
-
-def check_dtype(op: str, dtype: Any, floating: bool = False) -> np.dtype:
-    """``dtype`` as a NumPy dtype that a tensor can hold (bool, integers, floats; floats only
-    when ``floating``); TypeError naming ``op`` otherwise."""
-    if dtype is None:
-        return get_default_dtype()
-    try:
-        d = np.dtype(dtype)
-    except TypeError as err:
-        raise TypeError(f"{op}: dtype {dtype!r} is not a data type ({err})") from None
-    if d.kind not in _SUPPORTED_KINDS:
-        raise TypeError(f"{op}: dtype {d} is not supported; a tensor holds booleans, integers "
-                        f"or floats")
-    if floating and d.kind != "f":
-        raise TypeError(f"{op}: dtype must be a floating-point type (float32 or float64), got "
-                        f"{d}")
-    return d
-
-
-def _dim_or_axis(op: str, dim: Any, axis: Any) -> Any:
-    """torch's ``dim`` or NumPy's ``axis`` (default 0); both given and different is an
-    error."""
-    if dim is None:
-        return 0 if axis is _UNSET else axis
-    if axis is not _UNSET and axis is not dim and axis != dim:
-        raise TypeError(f"{op}: give dim or axis, not both (got dim={dim!r}, axis={axis!r})")
-    return dim
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _int_arg(op: str, name: str, x: Any) -> int:
-    """An integer argument (a Python or NumPy integer, a 0-d integer array); TypeError naming
-    ``op`` and ``name`` for anything else (2.5, "3", True)."""
-    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu":
-        return int(x)
-    if not _is_int(x):
-        raise TypeError(f"{op}: {name} must be an integer, got {x!r} ({type(x).__name__})")
-    return int(x)
-
-
-def check_shape(op: str, shape: tuple) -> tuple:
-    """The sizes given as ``f(2, 3)`` or ``f((2, 3))`` (or ``f([2, 3])``), checked to be
-    non-negative integers."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    sizes = tuple(_int_arg(op, "size", s) for s in shape)
-    if any(s < 0 for s in sizes):
-        raise ValueError(f"{op}: sizes must be non-negative, got shape {sizes}")
-    return sizes
-
-
-def _check_flag(op: str, name: str, value: Any) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{op}: {name} must be a bool, got {value!r} ({type(value).__name__})")
-
-
-def _check_tensor(op: str, name: str, value: Any) -> None:
+def check_tensor(op: str, name: str, value: Any) -> None:
     if not isinstance(value, Tensor):
         raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
 
 
-def _tensor_sequence(op: str, tensors: Any) -> list:
-    """The tensors of a cat/stack call: a list or tuple of tensors (or arrays)."""
-    if isinstance(tensors, (Tensor, np.ndarray, str, bytes)) or not hasattr(tensors, "__iter__"):
-        raise TypeError(f"{op}: tensors must be a list or tuple of tensors, got "
-                        f"{type(tensors).__name__}")
-    items = list(tensors)
-    for k, t in enumerate(items):
-        if not isinstance(t, Tensor) and not hasattr(t, "shape") and not _is_real_scalar(t):
-            raise TypeError(f"{op}: tensors[{k}] must be a Tensor, got {type(t).__name__}")
-    return items
-
-
-def _generator(op: str, generator: Any) -> Any:
-    from .random import get_generator
-
-    try:
-        return get_generator(generator)
-    except TypeError as err:
-        raise TypeError(f"{op}: generator: {err}") from None
-
-
-def _is_real_scalar(x: Any) -> bool:
-    """A Python or NumPy real number (bool included), or a 0-d real array."""
-    if isinstance(x, np.ndarray):
-        return x.ndim == 0 and x.dtype.kind in "biuf"
-    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating))
-
-
-def _scalar_value(op: str, value: Any) -> Any:
-    """``value`` (a real scalar, 0-d array or one-element tensor) as a Python/NumPy scalar;
-    TypeError naming ``op`` otherwise."""
-    given = value
-    if isinstance(value, Tensor):
-        value = value._data
-    if hasattr(value, "shape") and not isinstance(value, np.generic):
-        if value.ndim != 0:
-            raise ValueError(f"{op}: the value must be a single number (a scalar or a 0-d "
-                             f"tensor), got an array of shape {tuple(value.shape)}")
-        value = value.item()
-    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
-        raise TypeError(f"{op}: the value must be a real number, got {given!r} "
-                        f"({type(given).__name__})")
-    return value
-
-
-def _exact_value(op: str, value: Any, dtype: np.dtype, shape: tuple) -> Any:
-    """``value`` as a scalar of ``dtype``: TypeError when it is no real number, ValueError
-    when ``dtype`` cannot hold it exactly (2.5 or nan in an integer dtype, 300 in uint8, 2 in
-    bool)."""
-    given, value = value, _scalar_value(op, value)
-    if dtype.kind == "f":  # any real fits, rounded to the dtype's precision
-        return value
-    whole = isinstance(value, (int, np.integer, np.bool_)) or float(value).is_integer()
-    if dtype.kind == "b":
-        if whole and int(value) in (0, 1):
-            return np.bool_(value)
-        holds = "only 0, 1, True and False"
-    else:
-        info = np.iinfo(dtype)
-        if whole and info.min <= int(value) <= info.max:
-            return dtype.type(int(value))
-        holds = f"only the integers from {info.min} to {info.max}"
-    raise ValueError(
-        f"{op}: a tensor of dtype {dtype} (shape {shape}) holds {holds}, so the value "
-        f"{given!r} would change; use a float dtype, or a value the dtype holds"
-    )
-
-
-def array_of(value: Any, where: str, what: str, kinds: str = "biuf",
-             holds: str = "real numbers") -> Any:
-    """The raw array behind ``value`` (a Tensor, a device array or host array-like; lists
-    become NumPy arrays, device arrays stay on their device), checked to hold ``kinds`` (NumPy
-    dtype kinds: real numbers by default). A TypeError naming ``where`` and ``what`` for a
-    string, an object or ragged array, or a dtype outside ``kinds`` (NumPy would fail deep
-    inside, or drop a complex value's imaginary part)."""
-    raw = value._data if isinstance(value, Tensor) else value
-    if get_array_module(raw) is np:
-        try:
-            raw = np.asarray(raw)
-        except (TypeError, ValueError):
-            raise TypeError(f"{where}: {what} must be a Tensor or an array of {holds}, got a "
-                            f"{type(value).__name__} that is not one") from None
-    if raw.dtype.kind not in kinds:
-        raise TypeError(f"{where}: {what} must hold {holds}, got {type(value).__name__} of "
-                        f"dtype {raw.dtype}")
-    return raw
+# ------------------------------------------------------------------------- the tensor layer
+# The dtype policy, the engine (recording, the backward walk) and the creation functions
+# build on Tensor and import it from here, so they are imported last: each module of the
+# layer then finds the others' names defined whichever of them is imported first (the
+# methods above use these names only when called).
+from .creation import full, ones, split, zeros  # noqa: E402
+from .dtypes import (  # noqa: E402
+    check_dtype, check_real_operands, fill_scalar, is_real_scalar, kind_rank, raw_like,
+    to_array,
+)
+from .engine import (  # noqa: E402
+    rebase, record_update, record_write, run_backward, write_is_recorded,
+)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .backend import device, get_default_dtype, set_default_dtype
-from .tensor import Tensor, _check_tensor
+from .tensor import Tensor, check_tensor
 
 __all__ = [
     # dtype names (NumPy dtypes: ``x.dtype == tr.float32`` and ``dtype=tr.long`` work)
@@ -41,7 +41,7 @@ bool = np.dtype(np.bool_)  # noqa: A001
 
 
 def is_floating_point(x: Tensor) -> Any:
-    _check_tensor("is_floating_point", "input", x)
+    check_tensor("is_floating_point", "input", x)
     return x.dtype.kind == "f"
 
 
@@ -49,7 +49,7 @@ def _method(name: str) -> Any:
     """The function form of ``Tensor.<name>``: its first argument must be a tensor."""
 
     def call(input: Any, *args: Any, **kwargs: Any) -> Any:
-        _check_tensor(name, "input", input)
+        check_tensor(name, "input", input)
         return getattr(input, name)(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
@@ -121,8 +121,8 @@ def matmul(input: Any, other: Any) -> Tensor:
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> Any:
     """True when every entry satisfies |input - other| <= atol + rtol * |other|."""
-    _check_tensor("allclose", "input", input)
-    _check_tensor("allclose", "other", other)
+    check_tensor("allclose", "input", input)
+    check_tensor("allclose", "other", other)
     return np.allclose(input.numpy(), other.numpy(), rtol=rtol, atol=atol,
                        equal_nan=equal_nan)
 

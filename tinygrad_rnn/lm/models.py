@@ -81,7 +81,9 @@ from ..nn.classify import IGNORE_INDEX, _Inference, recurrent_layer
 from ..nn.layers import Dropout, Embedding, Linear, _finite, _flag, _probability, check_ids
 from ..nn.module import Module
 from ..random import get_generator
-from ..tensor import Tensor, host_lengths, zeros
+from ..creation import zeros
+from ..nn._checks import host_lengths
+from ..tensor import Tensor
 
 __all__ = ["RNNLM", "FeedForwardLM", "lm_loss", "make_contexts"]
 

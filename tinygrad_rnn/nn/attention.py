@@ -41,7 +41,8 @@ from ..backend import (
     DEFAULT_FLOAT, device_of, device_of_module, get_array_module, is_float_dtype,
 )
 from ..random import get_generator
-from ..tensor import Tensor, cat, split
+from ..creation import cat, split
+from ..tensor import Tensor
 from . import init
 from .layers import (
     Linear, _dtype_note, _flag, _float_dtype, _probability, _size, check_input_dtype,

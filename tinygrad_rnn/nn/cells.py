@@ -25,7 +25,8 @@ from .. import functional as F
 from ..backend import get_array_module
 from ..engine import no_grad, record_scope
 from ..random import get_generator
-from ..tensor import Tensor, split
+from ..creation import split
+from ..tensor import Tensor
 from .layers import _finite, _flag, _float_dtype, _size, as_input, place
 from .module import Module, Parameter
 

@@ -45,7 +45,8 @@ import numpy as np
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
-from ..tensor import Tensor, host_lengths
+from ..tensor import Tensor
+from ._checks import host_lengths
 from .layers import Dropout, Embedding, Linear, _flag, _integer, _probability, check_ids
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, RNNBase

@@ -38,7 +38,8 @@ from ..backend import device_of, get_array_module, to_device
 from ..ops.base import Context, Function
 from ..ops.losses import _check_reduction
 from ..ops.normalization import LayerNorm
-from ..tensor import Tensor, cat
+from ..creation import cat
+from ..tensor import Tensor
 
 __all__ = [
     "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "embedding",

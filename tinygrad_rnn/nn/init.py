@@ -43,7 +43,8 @@ import numpy as np
 from ..backend import get_array_module, is_float_dtype, to_device
 from ..engine import no_grad
 from ..random import get_generator
-from ..tensor import Tensor, array_of
+from ..dtypes import array_of
+from ..tensor import Tensor
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",

@@ -28,7 +28,8 @@ from ..backend import (
     DEFAULT_FLOAT, get_array_module, get_default_dtype, is_float_dtype, to_device,
 )
 from ..random import get_generator
-from ..tensor import Tensor, array_of
+from ..dtypes import array_of
+from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
 

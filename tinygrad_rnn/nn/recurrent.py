@@ -66,7 +66,9 @@ from ..backend import get_array_module
 from ..engine import is_grad_enabled, record_scope
 from ..ops.base import Context, Function
 from ..random import get_generator
-from ..tensor import Tensor, host_lengths, split, stack, where
+from ..creation import split, stack, where
+from ..tensor import Tensor
+from ._checks import host_lengths
 from .cells import (
     _CallScope, _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
     zero_state,

@@ -57,7 +57,9 @@ import numpy as np
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
-from ..tensor import Tensor, cat, host_lengths, stack, zeros
+from ..creation import cat, stack, zeros
+from ..tensor import Tensor
+from ._checks import host_lengths
 from .attention import SCORES, Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
 from .layers import (

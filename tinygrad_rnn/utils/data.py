@@ -64,8 +64,9 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 import numpy as np
 
 from .. import random as _random
-from ..tensor import Tensor, stack
-from ..tensor import tensor as _make_tensor
+from ..creation import stack
+from ..creation import tensor as _make_tensor
+from ..tensor import Tensor
 
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",

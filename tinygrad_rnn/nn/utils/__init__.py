@@ -27,7 +27,8 @@ import numpy as np
 
 from ...backend import DEFAULT_FLOAT, device_of, get_array_module, result_float_dtype
 from ...engine import no_grad
-from ...tensor import Tensor, cat
+from ...creation import cat
+from ...tensor import Tensor
 
 __all__ = [
     "get_total_norm", "grad_norm", "clip_grad_norm_", "clip_grads_with_norm_",

@@ -37,7 +37,9 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 
 from ...backend import get_array_module
-from ...tensor import Tensor, cat, host_lengths
+from ...creation import cat
+from ...tensor import Tensor
+from .._checks import host_lengths
 
 __all__ = [
     "PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence",
