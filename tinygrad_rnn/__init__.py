@@ -32,7 +32,7 @@ from .io import load, save
 from . import bptt, data, decoding, lm, monitor, training, viz
 from . import utils
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # freed array memory stays in the process for the next step (tinygrad_rnn/allocator.py)
 allocator.keep_freed_memory()
