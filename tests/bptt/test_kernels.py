@@ -25,6 +25,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from tinygrad_rnn.bptt import reference as bptt_reference
 from tinygrad_rnn.bptt import (
     gru_backward, gru_forward, gru_step_backward, gru_step_forward, lstm_backward,
     lstm_forward, lstm_step_backward, lstm_step_forward, rnn_backward, rnn_forward,
@@ -159,18 +160,26 @@ def step_backward(v: Variant, dh, dc, cache) -> dict[str, Any]:
             "weight_ch": None}
 
 
-def total_dc(cache: Any, dh_total: np.ndarray, dc_carried: np.ndarray) -> np.ndarray:
-    """dL/dc_t in full (L9): carried + through h_t + through o's peephole."""
-    o, tc = cache.o_t, cache.tanh_c
-    dc = dc_carried + dh_total * o * (1 - tc * tc)
-    if cache.weight_ch is not None:
-        H = o.shape[1]
-        dc = dc + dh_total * tc * o * (1 - o) * cache.weight_ch[-H:]
-    return dc
+def package_reference(v: Variant, x: np.ndarray, h0: np.ndarray, c0: np.ndarray, inp: dict,
+                      dhs: np.ndarray, dh_n: np.ndarray, dc_n: np.ndarray) -> tuple:
+    """(hs, h_n, c_n or None, caches, grads) of the package's textbook loop for ``v``
+    (tinygrad_rnn/bptt/reference.py) on one sequence x (T >= 1, N, D)."""
+    common = (inp["weight_ih"], inp["weight_hh"], inp["bias_ih"], inp["bias_hh"])
+    if v.family == "rnn":
+        hs, hn, caches = bptt_reference.elman_forward_reference(
+            x, h0, *common, nonlinearity=v.nonlinearity)
+        return hs, hn, None, caches, bptt_reference.elman_backward_reference(dhs, dh_n, caches)
+    if v.family == "gru":
+        hs, hn, caches = bptt_reference.gru_forward_reference(x, h0, *common, reset=v.reset)
+        return hs, hn, None, caches, bptt_reference.gru_backward_reference(dhs, dh_n, caches)
+    hs, hn, cn, caches = bptt_reference.lstm_forward_reference(
+        x, h0, c0, *common, weight_ch=inp["weight_ch"], coupled=v.coupled)
+    return hs, hn, cn, caches, bptt_reference.lstm_backward_reference(dhs, dh_n, dc_n, caches)
 
 
 def reference(v: Variant, inp: dict, up: dict, lengths: Any, reverse: bool):
-    """Per-step functions run on each sequence alone, truncated to its length.
+    """The package's textbook loops (:func:`package_reference`) run on each sequence alone,
+    truncated to its length and, for ``reverse``, reversed in time.
 
     Returns (outputs, grads, pre_activation_min) where outputs = (hs, h_n, c_n) and grads is
     keyed like :func:`seq_backward`. Padded steps: outputs 0, states carried, so dh_all there
@@ -189,37 +198,30 @@ def reference(v: Variant, inp: dict, up: dict, lengths: Any, reverse: bool):
     min_pre = np.inf
     for n in range(N):
         L = T if lengths is None else int(lengths[n])
-        order = range(L - 1, -1, -1) if reverse else range(L)
-        h, c = h0[n:n + 1], c0[n:n + 1]
-        caches = []
-        for t in order:
-            h, c_new, cache = step_forward(v, x[t, n:n + 1], h, c if v.has_cell else None, inp)
-            c = c_new if v.has_cell else c
-            hs[t, n] = h[0]
-            caches.append((t, cache))
-            if v.family == "rnn":
-                min_pre = min(min_pre, float(np.abs(cache.a_t).min()))
-        hn[n], cn[n] = h[0], c[0]
-        dh = up["hn"][n:n + 1].copy()
-        dc = up["cn"][n:n + 1].copy() if v.has_cell else None
-        for t, cache in reversed(caches):
-            dh_total = up["hs"][t, n:n + 1] + dh        # loss at t + from the step after t
-            g = step_backward(v, dh_total, dc, cache)
-            dh_all[t, n] = dh_total[0]
-            if v.has_cell:
-                dc_all[t, n] = total_dc(cache, dh_total, dc)[0]
-            grads["x"][t, n] = g["x"][0]
+        order = list(range(L - 1, -1, -1) if reverse else range(L))    # the steps, as visited
+        dh, dc = up["hn"][n], up["cn"][n] if v.has_cell else None        # L = 0: passed on
+        hn[n], cn[n] = h0[n], c0[n]
+        if order:
+            rows = (order, slice(n, n + 1))
+            out_hs, out_hn, out_cn, caches, g = package_reference(
+                v, x[rows], h0[n:n + 1], c0[n:n + 1], inp, up["hs"][rows],
+                up["hn"][n:n + 1], up["cn"][n:n + 1] if v.has_cell else None)
+            hs[rows], hn[n] = out_hs, out_hn[0]
+            grads["x"][rows], dh_all[rows] = g.dx, g.dh_all
             for name in PARAM_NAMES:
                 if grads[name] is not None:
-                    grads[name] += g[name]
-            dh, dc = g["h0"], g["c0"]
-        grads["h0"][n] = dh[0]
+                    grads[name] += getattr(g, "d" + name)
+            dh = g.dh0[0]
+            if v.has_cell:
+                cn[n], dc_all[rows], dc = out_cn[0], g.dc_all, g.dc0[0]
+            if v.family == "rnn":
+                min_pre = min([min_pre] + [float(np.abs(c.a_t).min()) for c in caches])
+        grads["h0"][n] = dh
         if v.has_cell:
-            grads["c0"][n] = dc[0]
-        pad_h = dh[0] if reverse else up["hn"][n]
-        dh_all[L:, n] = pad_h
+            grads["c0"][n] = dc
+        dh_all[L:, n] = dh if reverse else up["hn"][n]
         if v.has_cell:
-            dc_all[L:, n] = dc[0] if reverse else up["cn"][n]
+            dc_all[L:, n] = dc if reverse else up["cn"][n]
     grads["dh_all"] = dh_all
     grads["dc_all"] = dc_all if v.has_cell else None
     return (hs, hn, cn if v.has_cell else None), grads, min_pre
