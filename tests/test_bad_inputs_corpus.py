@@ -1491,7 +1491,7 @@ def _fit_loss_shape(shape: tuple) -> Any:
         model
 
 
-trunc = tr.bptt.truncation
+trunc = tr.truncation
 
 
 def _stream(**kw: Any) -> Any:

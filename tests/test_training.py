@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import tinygrad_rnn as tr
-from tinygrad_rnn.bptt.truncation import Window, chunked, run_truncated, williams_peng, windows
+from tinygrad_rnn.truncation import Window, chunked, run_truncated, williams_peng, windows
 from tinygrad_rnn.training import EarlyStopping, TrainResult, fit, train_stream
 
 F = tr.functional

@@ -1,4 +1,4 @@
-"""Truncated BPTT (tinygrad_rnn/bptt/truncation.py): both variants against brute force.
+"""Truncated BPTT (tinygrad_rnn/truncation.py): both variants against brute force.
 
 * full BPTT is k >= T: one window, bit for bit the gradient of the plain forward/backward;
 * chunked TBPTT(k) equals autograd through a cell unrolled step by step with ``.detach()`` of
@@ -30,8 +30,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tinygrad_rnn as tr
-from tinygrad_rnn.bptt import truncation as trn
-from tinygrad_rnn.bptt.truncation import (
+from tinygrad_rnn import truncation as trn
+from tinygrad_rnn.truncation import (
     Truncation, TruncationBias, Window, chunked, detach_state, full, run_truncated,
     truncation_bias, williams_peng, windows,
 )

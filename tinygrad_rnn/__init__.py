@@ -29,7 +29,7 @@ from . import optim
 from . import onnx
 from . import nn
 from .io import load, save
-from . import bptt, data, decoding, lm, monitor, training, viz
+from . import bptt, data, decoding, lm, monitor, training, truncation, viz
 from . import utils
 
 __version__ = "0.2.0"
@@ -44,7 +44,8 @@ __all__ = [
     "GradcheckError",
     "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "allocator",
     "Function", "sum_to_shape", "manual_seed", "get_generator", "Generator", "__version__",
-    "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training", "viz",
+    "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training",
+    "truncation", "viz",
     "Size", "empty", "empty_like", "full_like", "rand_like", "randn_like", "linspace",
     "randint", "randperm", "from_numpy", "as_tensor", "is_tensor", "numel", "FloatTensor",
     "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor", "ByteTensor", *_torch_names,

@@ -2,7 +2,7 @@
 
 Run from the repository root:  python docs/figures/make_truncation_timeline.py [--out DIR]
 
-Each row is one backward pass (a window of :func:`tinygrad_rnn.bptt.truncation.windows`):
+Each row is one backward pass (a window of :func:`tinygrad_rnn.truncation.windows`):
 the pale bar spans the steps that are run and backpropagated, the dark bar the steps whose
 loss the window counts, and the scissors line the step whose state the next window starts
 from, detached. Top: chunked TBPTT(k); bottom: Williams & Peng's TBPTT(k1, k2).
@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from tinygrad_rnn.bptt.truncation import Truncation, chunked, williams_peng, windows
+from tinygrad_rnn.truncation import Truncation, chunked, williams_peng, windows
 from tinygrad_rnn.viz import save_figure
 
 T = 16

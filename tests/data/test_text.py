@@ -291,9 +291,9 @@ def test_batchify_rows_are_contiguous() -> None:
 
 
 def test_lm_stream_drives_a_truncation_schedule() -> None:
-    """The (N, L) pair is what tr.bptt.truncation windows over (time axis 1): the loss ranges
+    """The (N, L) pair is what tr.truncation windows over (time axis 1): the loss ranges
     of a TBPTT(k1, k2) schedule cover every target once."""
-    from tinygrad_rnn.bptt.truncation import williams_peng, windows
+    from tinygrad_rnn.truncation import williams_peng, windows
 
     inputs, targets = lm_stream(np.arange(61), 3)
     seen = np.concatenate([targets[:, w.loss_start:w.stop]

@@ -23,7 +23,7 @@ import pytest
 import tinygrad_rnn as tr
 from tinygrad_rnn import bptt
 from tinygrad_rnn.backend import module_for_device
-from tinygrad_rnn.bptt import truncation
+from tinygrad_rnn import truncation
 from tinygrad_rnn.nn import init
 from tinygrad_rnn.nn.recurrent import FusedRecurrent
 

@@ -391,7 +391,7 @@ def test_scoring_builds_no_graph() -> None:
 # ------------------------------------------------------------------------- training
 @pytest.mark.parametrize("cell", ["gru", "rnn"])
 def test_train_stream_learns_a_periodic_stream(cell: str) -> None:
-    from tinygrad_rnn.bptt.truncation import chunked
+    from tinygrad_rnn.truncation import chunked
     from tinygrad_rnn.data import Vocab, lm_stream
 
     text = "the cat sat. " * 30

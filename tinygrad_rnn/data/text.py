@@ -28,7 +28,7 @@ next. :func:`lm_stream` cuts the id stream into N contiguous rows ("batchify")::
 so ``targets[r, t]`` is the token after ``inputs[r, t]``, row r of the batch continues row r
 of the previous window, and every one of the N L targets appears exactly once.
 :func:`lm_stream_batches` yields windows of ``bptt_len`` columns of that pair, in order;
-to run a schedule of ``tinygrad_rnn.bptt.truncation`` instead, hand it the whole pair
+to run a schedule of ``tinygrad_rnn.truncation`` instead, hand it the whole pair
 (time along axis 1).
 """
 from __future__ import annotations
@@ -485,7 +485,7 @@ def lm_stream(ids: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     ``inputs = ids[:N L].reshape(N, L)`` and ``targets = ids[1:N L + 1].reshape(N, L)`` with
     ``L = (len(ids) - 1) // N``: ``targets[r, t]`` is the token after ``inputs[r, t]``, and
     every row is a contiguous piece of the text that continues across windows. Hand the pair
-    to a ``tinygrad_rnn.bptt.truncation`` schedule with the time axis 1 (batch first).
+    to a ``tinygrad_rnn.truncation`` schedule with the time axis 1 (batch first).
 
     Returns two ``int64`` arrays of shape (N, L).
     """

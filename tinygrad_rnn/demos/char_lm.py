@@ -45,7 +45,7 @@ import numpy as np
 import tinygrad_rnn as tr
 from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
 from tinygrad_rnn import viz
-from tinygrad_rnn.bptt.truncation import chunked
+from tinygrad_rnn.truncation import chunked
 from tinygrad_rnn.data import char_corpus, lm_stream
 from tinygrad_rnn.lm import (
     FeedForwardLM, NGramLM, RNNLM, evaluate_perplexity, lm_loss, make_contexts,

@@ -323,7 +323,7 @@ class RNNLM(Module):
 
     >>> import tinygrad_rnn as tr
     >>> from tinygrad_rnn.data import Vocab, lm_stream
-    >>> from tinygrad_rnn.bptt.truncation import chunked
+    >>> from tinygrad_rnn.truncation import chunked
     >>> from tinygrad_rnn.lm import RNNLM, lm_loss, evaluate_perplexity
     >>> text = "abcd" * 60
     >>> vocab = Vocab.build(text)

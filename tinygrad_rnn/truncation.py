@@ -38,8 +38,8 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from ..backend import to_device
-from ..tensor import Tensor
+from .backend import to_device
+from .tensor import Tensor
 
 __all__ = ["Truncation", "Window", "chunked", "williams_peng", "full", "windows",
            "detach_state", "run_truncated", "TruncationBias", "truncation_bias"]
@@ -226,7 +226,7 @@ def _time_slice(x: Tensor, a: int, b: int, axis: int) -> Tensor:
 
 def _gather(parts: list, lo: int, hi: int, axis: int) -> Any:
     """Outputs of steps [lo, hi) from the window's pieces (concatenated along time)."""
-    from ..tensor import cat
+    from .creation import cat
 
     chunks = []
     for a, b, out in parts:
