@@ -1,9 +1,16 @@
 """Hypothesis profiles: `dev` (fast, the default), `ci` (derandomized, 100 examples, no
 deadline, no example database) and `nightly` (1000 examples). Select with the environment
-variable HYPOTHESIS_PROFILE; .ci/run uses `ci`."""
+variable HYPOTHESIS_PROFILE; .ci/run uses `ci`.
+
+The stand-in device 'standin' (the CuPy emulator of tinygrad_rnn.testing) is registered with
+the backend here, for every test."""
 import os
 
 from hypothesis import HealthCheck, settings
+
+from tinygrad_rnn.testing import cupy_emulator
+
+cupy_emulator.register()
 
 settings.register_profile("dev", max_examples=20, deadline=None)
 settings.register_profile(

@@ -1,16 +1,19 @@
 """Array backends and the dtype policy.
 
 Every array call in tinygrad_rnn goes through the array module of its inputs, found by
-:func:`get_array_module`: NumPy by default, CuPy when the data lives on a GPU, and
-:mod:`tinygrad_rnn.standin` for the stand-in device that plays a GPU in tests. Nothing here
-imports CuPy at module import time, so CuPy stays optional.
+:func:`get_array_module`: NumPy by default, CuPy when the data lives on a GPU, and the module
+of any device added with :func:`register_device`. Nothing here imports CuPy at module import
+time, so CuPy stays optional.
 
 Devices
 -------
-``'cpu'`` (NumPy), ``'cuda'`` (CuPy; :func:`module_for_device` raises a RuntimeError saying
-whether CuPy or a GPU is missing) and ``'standin'`` (NumPy underneath, CuPy's rules on top:
-see :mod:`tinygrad_rnn.standin`). Data moves between devices only through
-:func:`to_device` (``Tensor.to``, ``Module.to``, ``Tensor.numpy``), never implicitly.
+``'cpu'`` (NumPy) and ``'cuda'`` (CuPy; :func:`module_for_device` raises a RuntimeError
+saying whether CuPy or a GPU is missing) are built in. :func:`register_device` adds others:
+the test suite and the CLI's ``--device standin`` register ``'standin'``, a CuPy emulator
+(NumPy underneath, CuPy's rules on top: :mod:`tinygrad_rnn.testing.cupy_emulator`, which
+registers itself when ``tinygrad_rnn.testing`` is imported). Data moves between devices only
+through :func:`to_device` (``Tensor.to``, ``Module.to``, ``Tensor.numpy``), never
+implicitly.
 
 Dtype policy
 ------------
@@ -59,8 +62,8 @@ def set_default_dtype(dtype: Any) -> None:
 class device:
     """torch's ``device``: ``tr.device('cpu')``, ``tr.device('cuda')``, ``tr.device('cuda',
     0)``; usable wherever a device is taken, and equal to its name (``device('cpu') ==
-    'cpu'``). Only the device kinds of this package exist ('cpu', 'cuda' (index 0),
-    'standin')."""
+    'cpu'``). Only the device kinds of this package exist ('cpu', 'cuda' (index 0) and the
+    registered ones: :func:`registered_devices`)."""
 
     def __init__(self, type: Any, index: int | None = None) -> None:
         if isinstance(type, device):
@@ -97,7 +100,8 @@ class device:
     def __hash__(self) -> int:
         return hash(self.type)
 
-DEVICES = ("cpu", "cuda", "standin")
+#: The devices that are always there; :func:`register_device` adds others.
+BUILTIN_DEVICES = ("cpu", "cuda")
 
 _cupy: types.ModuleType | None = None
 _cupy_error: str | None = None
@@ -109,6 +113,8 @@ _gpu_error: str | None = None
 # get_array_module falls back to numpy for anything not listed here.
 _DEVICE_MODULES: dict[type, types.ModuleType] = {}
 _MODULE_DEVICE: dict[Any, str] = {np: "cpu"}
+# Device name -> array module, for the devices added with register_device.
+_REGISTERED: dict[str, types.ModuleType] = {}
 
 
 def _try_cupy() -> types.ModuleType | None:
@@ -128,11 +134,34 @@ def _try_cupy() -> types.ModuleType | None:
     return _cupy
 
 
-def _standin() -> types.ModuleType:
-    """The stand-in device's array module (imported on first use; it registers itself)."""
-    from . import standin
+def register_device(name: str, module: types.ModuleType, array_type: type) -> None:
+    """Add the device ``name``, whose arrays are of ``array_type`` and whose array module is
+    ``module``: after this, ``Tensor(..., device=name)``, ``.to(name)`` and every op work on
+    it, and :func:`get_array_module` returns ``module`` for its arrays.
 
-    return standin
+    ``module`` offers NumPy's functions under NumPy's names (as CuPy does), ``asarray``
+    copies host data onto the device, and its arrays copy back with ``.get()``. Registering
+    the same device again is a no-op; 'cpu' and 'cuda', and a name taken by another module,
+    are a ValueError. ``tinygrad_rnn.testing.cupy_emulator`` registers ``'standin'`` this
+    way when it is imported.
+    """
+    if not isinstance(name, str) or not name or ":" in name:
+        raise ValueError(f"register_device: the device name must be a non-empty string "
+                         f"without ':', got {name!r}")
+    if name in BUILTIN_DEVICES:
+        raise ValueError(f"register_device: {name!r} is built in and cannot be replaced")
+    if _REGISTERED.get(name, module) is not module:
+        raise ValueError(f"register_device: {name!r} is already the device of "
+                         f"{_REGISTERED[name].__name__}")
+    _REGISTERED[name] = module
+    _DEVICE_MODULES[array_type] = module
+    _MODULE_DEVICE[module] = name
+
+
+def registered_devices() -> tuple[str, ...]:
+    """The names of every device: 'cpu', 'cuda', then those added by
+    :func:`register_device`, in order."""
+    return BUILTIN_DEVICES + tuple(_REGISTERED)
 
 
 def _require_cuda() -> types.ModuleType:
@@ -171,31 +200,34 @@ def cuda_is_available() -> bool:
 
 
 def normalize_device(device: Any) -> str:
-    """``'cpu'``, ``'cuda'`` or ``'standin'`` from a device name (``'cuda:0'`` is ``'cuda'``);
-    a ValueError names an unknown device."""
+    """``'cpu'``, ``'cuda'`` or a registered device's name from a device name (``'cuda:0'`` is
+    ``'cuda'``); a ValueError names an unknown device and lists the known ones."""
     name = str(device) if not isinstance(device, str) else device
     if name == "cuda:0":
         return "cuda"
-    if name not in DEVICES:
-        raise ValueError(
-            f"unknown device {device!r}; expected one of 'cpu', 'cuda' (or 'cuda:0') and "
-            f"'standin' (the test device that mimics a GPU on the CPU)"
-        )
+    if name not in BUILTIN_DEVICES and name not in _REGISTERED:
+        known = ", ".join(["'cpu'", "'cuda' (or 'cuda:0')"] + [repr(d) for d in _REGISTERED])
+        hint = ""
+        if name == "standin":
+            hint = ("; 'standin', the CuPy emulator that plays a GPU on the CPU, is registered "
+                    "by importing tinygrad_rnn.testing (the test suite and the CLI's --device "
+                    "standin do)")
+        raise ValueError(f"unknown device {device!r}; expected one of {known}{hint}")
     return name
 
 
 def module_for_device(device: str) -> types.ModuleType:
-    """The array module of ``device`` (loading CuPy or the stand-in on demand)."""
+    """The array module of ``device`` (loading CuPy on demand)."""
     device = normalize_device(device)
     if device == "cpu":
         return np
     if device == "cuda":
         return _require_cuda()
-    return _standin()
+    return _REGISTERED[device]
 
 
 def get_array_module(*arrays: Any) -> types.ModuleType:
-    """Return the array module (``numpy``, ``cupy`` or the stand-in) that owns ``arrays``.
+    """Return the array module (``numpy``, ``cupy`` or a registered one) that owns ``arrays``.
 
     Non-array arguments (Python scalars, ``None``) are ignored. NumPy is returned when no
     argument is a device array.
@@ -213,7 +245,7 @@ def get_array_module(*arrays: Any) -> types.ModuleType:
 
 
 def device_of(array: Any) -> str:
-    """The device an array (or scalar) lives on: ``'cpu'``, ``'cuda'`` or ``'standin'``."""
+    """The device an array (or scalar) lives on: ``'cpu'``, ``'cuda'`` or a registered one."""
     return device_of_module(get_array_module(array))
 
 
@@ -255,7 +287,7 @@ def index_array_axes(index: tuple, ndim: int) -> list[tuple[int, int]] | None:
     the indexed array)`` for each integer-array component, in order.
 
     ``index`` is a tuple of ints, slices, ``None``, ``Ellipsis``, booleans and arrays (NumPy,
-    CuPy or stand-in; lists already converted to arrays), for an array of ``ndim``
+    CuPy or a registered device's; lists already converted to arrays), for an array of ``ndim``
     dimensions. An int, a slice and an integer array each take one axis, a boolean array as
     many axes as it has dimensions, ``None`` and a Python boolean none, and ``Ellipsis`` the
     axes the rest leaves over. ``None`` when the form cannot be mapped (more than one

@@ -203,6 +203,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             argv += [flag, *value]
         else:
             print(f"note: demo {args.name!r} has no {flag} option; ignored", file=sys.stderr)
+    register_standin(args.device)
     module = _load_script(path, "_tinygrad_rnn_demo_")
     return _call_main(module.main, argv, f"tinygrad-rnn demo {args.name}")
 
@@ -241,6 +242,7 @@ def _cmd_gradcheck(args: argparse.Namespace) -> int:
             print(f"{entry.name:<22}{entry.group:<7}{entry.what}")
         return 0
     names = _select_entries(args.ops)
+    register_standin(args.device)
     if args.device != "cpu":
         from .backend import module_for_device
 
@@ -521,6 +523,16 @@ def out_folder(text: str) -> str:
     return text
 
 
+def register_standin(device: str | None) -> None:
+    """Register the stand-in device (the CuPy emulator of :mod:`tinygrad_rnn.testing`) when
+    ``device`` is ``'standin'``: the core package never imports the testing package, so the
+    CLI does it for ``--device standin``."""
+    if device == "standin":
+        from .testing import cupy_emulator
+
+        cupy_emulator.register()
+
+
 def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namespace], Any]
              ) -> int:
     """A demo's ``main`` after parsing: check that ``args.device`` can be used, then
@@ -528,6 +540,7 @@ def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namesp
     for a device that cannot be used, as argparse does for a bad option."""
     from . import backend
 
+    register_standin(args.device)
     try:
         backend.module_for_device(args.device)
     except RuntimeError as err:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .backend import get_array_module, is_float_dtype
+from .backend import get_array_module, is_float_dtype, to_device
 from .engine import no_grad, node_inputs
 from .tensor import Tensor
 
@@ -125,11 +125,11 @@ class GradcheckReport:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _host(a: Any) -> np.ndarray:
-    """A NumPy float64 copy of a backend array (CuPy arrays are copied to the host)."""
-    if get_array_module(a) is not np:
-        a = a.get()
-    return np.array(a, dtype=np.float64, copy=True)
+def host_copy(a: Any, dtype: Any = None) -> np.ndarray:
+    """A NumPy copy of a backend array in ``dtype`` (by default its own): device arrays are
+    copied to the host explicitly. The checks here and in :mod:`tinygrad_rnn.testing`
+    compare host copies, so they run on every device."""
+    return np.array(to_device(a, "cpu"), dtype=dtype, copy=True)
 
 
 def flatten_outputs(out: Any) -> list:
@@ -220,33 +220,48 @@ def _float_outputs(fn: Callable, args: Sequence[Any]) -> list:
     return outs
 
 
-def _refuse_low_precision(k: int, x: Tensor) -> None:
+def refuse_low_precision(where: str, k: int, x: Tensor, exactly_float64: bool = False) -> None:
+    """A TypeError when input ``k`` of the check ``where`` has a float dtype less precise
+    than float64 (the message says why finite differences there are meaningless), or, with
+    ``exactly_float64``, any dtype but float64 (the checkers of :mod:`tinygrad_rnn.testing`
+    compare gradient dtypes with float64 runs)."""
     if _below_float64(x.dtype):
         u = float(np.finfo(x.dtype).eps) / 2  # unit round-off of the input's dtype
         raise TypeError(
-            f"gradcheck: input {k} has dtype {x.dtype}; finite differences need float64. In "
+            f"{where}: input {k} has dtype {x.dtype}; finite differences need float64. In "
             f"{x.dtype} (unit round-off u = {u:.2g}) the round-off error of a central "
             f"difference at eps=1e-6 is about u/eps = {u / 1e-6:.2g} |f|, and even the best "
             f"step (eps ~ u^(1/3) = {u ** (1 / 3):.2g}) leaves errors near u^(2/3) = "
             f"{u ** (2 / 3):.2g} |f|, so the check would be meaningless. Convert with "
             f".double(), and check {x.dtype} code against the float64 result instead."
         )
+    if exactly_float64 and x.dtype != np.float64:
+        raise TypeError(f"{where}: input {k} has dtype {x.dtype}; this check runs in float64 "
+                        f"exactly. Convert with .double().")
+
+
+def checked_inputs(inputs: Sequence[Any], where: str, exactly_float64: bool = False) -> list:
+    """The positions of the Tensors in ``inputs`` that require a gradient (the ones a check
+    perturbs), each refused by :func:`refuse_low_precision` when its dtype cannot be
+    checked; a ValueError when there is none."""
+    diff = []
+    for k, x in enumerate(inputs):
+        if isinstance(x, Tensor) and x.requires_grad:
+            refuse_low_precision(where, k, x, exactly_float64)
+            diff.append(k)
+    if not diff:
+        raise ValueError(f"{where}: no input requires a gradient (nothing to check)")
+    return diff
 
 
 def _prepare(inputs: Any) -> tuple[list, list[int]]:
     """Copy the inputs that require a gradient into fresh float64 leaves."""
     seq = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-    args, diff = [], []
-    for k, x in enumerate(seq):
-        if isinstance(x, Tensor) and x.requires_grad:
-            _refuse_low_precision(k, x)
-            xp = get_array_module(x._data)
-            args.append(Tensor(xp.array(x._data, copy=True, order="C"), requires_grad=True))
-            diff.append(k)
-        else:
-            args.append(x)
-    if not diff:
-        raise ValueError("gradcheck: no input requires a gradient (nothing to check)")
+    diff = checked_inputs(seq, "gradcheck")
+    args = list(seq)
+    for k in diff:
+        xp = get_array_module(seq[k]._data)
+        args[k] = Tensor(xp.array(seq[k]._data, copy=True, order="C"), requires_grad=True)
     return args, diff
 
 
@@ -378,7 +393,7 @@ def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: di
     """
     _check_settings(mode, eps, atol, rtol, n_directions)
     for k in diff:
-        _refuse_low_precision(k, args[k])
+        refuse_low_precision("gradcheck", k, args[k])
     if mode == "full":
         report = _check_full(fn, args, diff, eps, atol, rtol)
     else:
@@ -416,7 +431,7 @@ def _failure_message(r: GradcheckReport, atol: float, rtol: float, n_directions:
 # ----------------------------------------------------------------------------- full mode
 def _numeric_outputs(fn: Callable, args: list) -> list:
     with no_grad():
-        return [_host(o._data) for o in _float_outputs(fn, args)]
+        return [host_copy(o._data, np.float64) for o in _float_outputs(fn, args)]
 
 
 def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: float,
@@ -438,7 +453,7 @@ def _check_full(fn: Callable, args: list, diff: list[int], eps: float, atol: flo
                     o.backward(onehot.reshape(o.shape), retain_graph=True)
                     for j, k in enumerate(diff):
                         if args[k]._grad is not None:
-                            per_in[j][i] = _host(args[k]._grad).ravel()
+                            per_in[j][i] = host_copy(args[k]._grad, np.float64).ravel()
         analytic.append(per_in)
     del outs
 
@@ -495,7 +510,7 @@ def _vjp_dot(fn: Callable, args: list, diff: list[int], vs: list, us: list) -> l
                 o.backward(xp.asarray(v), retain_graph=True)
         for k, u in zip(diff, us):
             g = args[k]._grad
-            dots.append(0.0 if g is None else float((_host(g) * u).sum()))
+            dots.append(0.0 if g is None else float((host_copy(g, np.float64) * u).sum()))
     return dots
 
 

@@ -1,7 +1,7 @@
 """Devices the device suites run on, and how their results are compared with the CPU's.
 
 ``standin`` (always available) runs NumPy under CuPy's rules (see
-:mod:`tinygrad_rnn.standin`), so its results must equal the CPU's bit for bit: the suites
+:mod:`tinygrad_rnn.testing.cupy_emulator`), so its results must equal the CPU's bit for bit: the suites
 assert exact equality there. ``cuda`` runs only where CuPy and a GPU are present (the case
 is skipped otherwise, naming what is missing); its kernels round differently, so results are
 compared to the CPU's within float64 1e-10 / float32 1e-4 (the issue's tolerances).

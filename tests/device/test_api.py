@@ -299,8 +299,8 @@ def test_importing_never_imports_cupy():
     import subprocess
     import sys
 
-    code = ("import sys, tinygrad_rnn as tr; tr.tensor([1.0]).to('standin').sum().backward"
-            "; print('cupy' in sys.modules)")
+    code = ("import sys, tinygrad_rnn as tr, tinygrad_rnn.testing; "
+            "tr.tensor([1.0]).to('standin').sum().backward; print('cupy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"

@@ -232,7 +232,7 @@ def test_mask_tensor_on_wrong_device_names_both(which, device):
 
 def test_keep_mask_is_built_with_the_given_array_module():
     """keep_mask builds its result with the given array module (here the stand-in)."""
-    from tinygrad_rnn import standin
+    from tinygrad_rnn.testing import cupy_emulator as standin
 
     keep = nn.attention.keep_mask(N, TQ, TK, padding_mask(), blocked_pairs(), True,
                                   xp=standin)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import tinygrad_rnn as tr
-from tinygrad_rnn import backend, standin
-from tinygrad_rnn.standin import StandInArray
+from tinygrad_rnn import backend
+from tinygrad_rnn.testing import cupy_emulator as standin
+from tinygrad_rnn.testing.cupy_emulator import StandInArray
 
 HOST = np.arange(6.0).reshape(2, 3)
 
@@ -484,3 +485,42 @@ def test_the_ufunc_keywords_exist_in_an_installed_cupy():
             if type(obj) is not type(cupy.add):
                 params = inspect.signature(obj).parameters
                 assert set(standin.CUPY_UFUNC_KEYWORDS) <= set(params), name
+
+
+def test_the_stand_in_joins_the_backend_through_register_device():
+    """The core package does not know the stand-in: 'standin' is an unknown device (whose
+    message says how to register it) until tinygrad_rnn.testing is imported, which
+    registers it through the public hook backend.register_device."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tinygrad_rnn as tr\n"
+        "assert 'tinygrad_rnn.testing' not in sys.modules\n"
+        "assert tr.backend.registered_devices() == ('cpu', 'cuda')\n"
+        "try:\n"
+        "    tr.tensor([1.0], device='standin')\n"
+        "except ValueError as err:\n"
+        "    print(err)\n"
+        "import tinygrad_rnn.testing\n"
+        "print(tr.backend.registered_devices(), tr.tensor([1.0], device='standin').device)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "unknown device 'standin'" in out and "importing tinygrad_rnn.testing" in out
+    assert out.splitlines()[-1] == "('cpu', 'cuda', 'standin') standin"
+
+
+def test_register_device_refuses_builtin_and_taken_names():
+    assert "standin" in backend.registered_devices()
+    assert backend.module_for_device("standin") is standin
+    standin.register()  # again: harmless
+    with pytest.raises(ValueError, match="'cpu' is built in"):
+        backend.register_device("cpu", standin, StandInArray)
+    with pytest.raises(ValueError, match="'standin' is already the device of"):
+        backend.register_device("standin", np, StandInArray)
+    with pytest.raises(ValueError, match="without ':'"):
+        backend.register_device("tpu:0", standin, StandInArray)
+    with pytest.raises(ValueError, match=r"unknown device 'tpu'; expected one of 'cpu', "
+                                         r"'cuda' \(or 'cuda:0'\), 'standin'"):
+        backend.module_for_device("tpu")

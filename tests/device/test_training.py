@@ -41,11 +41,11 @@ import pytest
 
 import tinygrad_rnn as tr
 from tinygrad_rnn import backend
-from tinygrad_rnn.truncation import chunked
+from tinygrad_rnn.bptt.truncation import chunked
 from tinygrad_rnn.nn.utils import (
     clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm, grad_norm,
 )
-from tinygrad_rnn.standin import StandInArray
+from tinygrad_rnn.testing.cupy_emulator import StandInArray
 from tinygrad_rnn.training import fit, train_stream
 
 from ._devices import DEVICES, TOLERANCES, assert_on_device, assert_same, host

@@ -1,28 +1,8 @@
-"""Property-based testing for your own ops, cells and modules: hypothesis strategies and checkers.
+"""Checkers: is the gradient of your op, function, module or Jacobian right?
 
-This module needs `hypothesis <https://hypothesis.readthedocs.io>`_ (a test dependency), so
-``tinygrad_rnn`` imports it only on first use of ``tr.testing``.
-
-Strategies (each returns a hypothesis ``SearchStrategy``)
----------------------------------------------------------
-:func:`arrays`, :func:`tensors`
-    float64 (by default) NumPy arrays / Tensors with bounded elements, optionally kept away
-    from a kink at 0 (``min_magnitude``).
-:func:`broadcastable_shapes`, :func:`shape_pairs`
-    Shapes that broadcast together, size-0 sides included.
-:func:`recurrent_weights`
-    Well-conditioned recurrent weights with a spectral radius in a chosen range, plus
-    matching input weights and biases (torch layout, gates stacked).
-:func:`padded_sequences`
-    A padded batch ``x`` (``(T, N, D)`` or batch-first) and its ``lengths``; the padded steps
-    hold junk so that code that reads them gives visibly wrong results.
-:func:`token_ids`
-    Integer ids in ``[0, vocab_size)``, optionally with invalid ones.
-
-Checkers
---------
 Each returns a :class:`CheckReport`, or raises :class:`CheckFailure` (an ``AssertionError``)
-naming every check that failed.
+naming every check that failed. They need NumPy only (no hypothesis); the property-based
+wrapper :func:`~tinygrad_rnn.testing.gradient_property` is in :mod:`.strategies`.
 
 :func:`check_function`
     float64 :func:`~tinygrad_rnn.gradcheck` (full for small inputs, directional for large)
@@ -38,39 +18,14 @@ naming every check that failed.
 :func:`check_jacobian`
     ``backward(g) == J^T g`` for a hand-written Jacobian, and ``J u`` against finite
     differences.
-:func:`gradient_property`
-    A ``given``-style decorator: a property test in a few lines.
 
 The checkers run on the device of their inputs (a module's parameters stay on theirs): the
 upstream gradients and directions are drawn on the host and copied there, and outputs and
-gradients are copied back to the host explicitly for the comparisons. On the stand-in
-device (``device='standin'``) a NumPy call on device data fails, so checking an op there
-also shows that it never hands device data to NumPy.
+gradients are copied back to the host explicitly for the comparisons
+(:func:`~tinygrad_rnn.gradcheck.host_copy`). On the stand-in device (``device='standin'``,
+:mod:`.cupy_emulator`) a NumPy call on device data fails, so checking an op there also shows
+that it never hands device data to NumPy.
 
-Example: a property test of your own op
----------------------------------------
->>> import numpy as np
->>> import tinygrad_rnn as tr
->>> from tinygrad_rnn.testing import check_op, gradient_property, tensors
->>> class Softsign(tr.Function):
-...     '''y = x / (1 + |x|);  dy/dx = 1 / (1 + |x|)^2.'''
-...     @staticmethod
-...     def forward(ctx, x):
-...         ctx.save_for_backward(x)
-...         return x / (1 + np.abs(x))
-...     @staticmethod
-...     def backward(ctx, grad_out):
-...         (x,) = ctx.saved_arrays
-...         return grad_out / (1 + np.abs(x)) ** 2
->>> @gradient_property(tensors(shape=(2, 3), min_value=-3, max_value=3, min_magnitude=0.1))
-... def test_softsign(x):
-...     return Softsign.apply(x)
->>> test_softsign()  # pytest would call it: hypothesis draws x, check_function checks it
->>> check_op(Softsign, tr.Tensor(np.array([0.5, -2.0]), requires_grad=True)).passed
-True
-
-Notes
------
 Every check runs in float64: finite differences in float32 are meaningless
 (``docs/gradcheck.md`` derives why). Test float32 code by comparing it with the float64 result.
 """
@@ -78,522 +33,23 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
-import hypothesis
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
-from .backend import get_array_module, is_float_dtype, result_float_dtype, to_device
-from .engine import no_grad
-from .gradcheck import (
-    GradcheckReport, check_leaves, check_settings, flatten_outputs, grads_preserved,
+from ..backend import get_array_module, is_float_dtype, result_float_dtype, to_device
+from ..engine import no_grad
+from ..gradcheck import (
+    GradcheckReport, check_leaves, check_settings, checked_inputs, flatten_outputs,
+    grads_preserved, host_copy,
 )
-from .ops.base import Context, Function, sum_to_shape
-from .tensor import Tensor
+from ..ops.base import Context, Function, sum_to_shape
+from ..tensor import Tensor
 
 __all__ = [
-    "arrays", "tensors", "broadcastable_shapes", "shape_pairs", "recurrent_weights",
-    "RecurrentWeights", "padded_sequences", "PaddedSequences", "token_ids",
-    "check_function", "check_op", "check_module", "check_jacobian", "gradient_property",
+    "check_function", "check_op", "check_module", "check_jacobian",
     "CheckOptions", "CheckReport", "CheckResult", "CheckFailure",
 ]
-
-SearchStrategy = st.SearchStrategy
-_Shape = Any  # None, int, tuple of ints, or a strategy of tuples
-
-
-# ============================================================================= strategies
-def _as_strategy(value: Any) -> SearchStrategy:
-    return value if isinstance(value, SearchStrategy) else st.just(value)
-
-
-def _shape_strategy(shape: _Shape, min_dims: int, max_dims: int, min_side: int,
-                    max_side: int) -> SearchStrategy:
-    if shape is None:
-        return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                                max_side=max_side)
-    if isinstance(shape, SearchStrategy):
-        return shape
-    if isinstance(shape, (int, np.integer)):
-        return st.just((int(shape),))
-    return st.just(tuple(int(s) for s in shape))
-
-
-def _representable(value: float, dtype: np.dtype, inward: float) -> float:
-    """``value`` rounded to ``dtype`` and, if rounding moved it outward, stepped back in."""
-    v = dtype.type(value)
-    # compare as Python floats: under NEP 50 `float32 < float` would round the float first
-    if (inward > 0 and float(v) < value) or (inward < 0 and float(v) > value):
-        v = np.nextafter(v, dtype.type(inward * np.inf))
-    return float(v)
-
-
-def _float_range(dtype: np.dtype, lo: float, hi: float) -> SearchStrategy:
-    width = dtype.itemsize * 8
-    lo_r = _representable(lo, dtype, +1)
-    hi_r = _representable(hi, dtype, -1)
-    return st.floats(min_value=lo_r, max_value=hi_r, width=width, allow_nan=False,
-                     allow_infinity=False, allow_subnormal=False)
-
-
-def _elements(dtype: np.dtype, min_value: float, max_value: float,
-              min_magnitude: float) -> SearchStrategy:
-    if min_value > max_value:
-        raise ValueError(f"min_value {min_value} is larger than max_value {max_value}")
-    if dtype.kind == "b":
-        return st.booleans()
-    if dtype.kind in "iu":
-        lo, hi = int(np.ceil(min_value)), int(np.floor(max_value))
-        if min_magnitude > 0:
-            m = int(np.ceil(min_magnitude))
-            parts = []
-            if hi >= max(lo, m):
-                parts.append(st.integers(max(lo, m), hi))
-            if lo <= min(hi, -m):
-                parts.append(st.integers(lo, min(hi, -m)))
-            if not parts:
-                raise ValueError(f"no integer in [{lo}, {hi}] has magnitude >= {m}")
-            return st.one_of(*parts)
-        return st.integers(lo, hi)
-    if dtype.kind != "f":
-        raise TypeError(f"arrays: unsupported dtype {dtype}")
-    if min_magnitude < 0:
-        raise ValueError(f"min_magnitude must be >= 0, got {min_magnitude}")
-    if min_magnitude == 0:
-        return _float_range(dtype, min_value, max_value)
-    parts = []
-    if max_value >= max(min_value, min_magnitude):
-        parts.append(_float_range(dtype, max(min_value, min_magnitude), max_value))
-    if min_value <= min(max_value, -min_magnitude):
-        parts.append(_float_range(dtype, min_value, min(max_value, -min_magnitude)))
-    if not parts:
-        raise ValueError(
-            f"no value in [{min_value}, {max_value}] has magnitude >= {min_magnitude}"
-        )
-    return st.one_of(*parts)
-
-
-def arrays(shape: _Shape = None, *, dtype: Any = np.float64, min_value: float = -1.0,
-           max_value: float = 1.0, min_magnitude: float = 0.0,
-           elements: SearchStrategy | None = None, min_dims: int = 1, max_dims: int = 3,
-           min_side: int = 1, max_side: int = 4, unique: bool = False) -> SearchStrategy:
-    """NumPy arrays with bounded, finite elements: float64 unless told otherwise.
-
-    Parameters
-    ----------
-    shape : None, int, tuple of int, or strategy of tuples
-        The shape; ``None`` draws one with ``min_dims..max_dims`` axes of
-        ``min_side..max_side`` elements (``min_side=0`` allows empty arrays).
-    dtype : dtype
-        Float (default float64), integer or bool. Float bounds are rounded inward to values
-        representable in ``dtype``.
-    min_value, max_value : float
-        Bounds of the elements (inclusive). Keep tanh/sigmoid pre-activations modest (a few
-        units) so gradient checks do not sit on saturated, nearly flat regions.
-    min_magnitude : float
-        Draw only elements with ``|x| >= min_magnitude``: keeps inputs away from a kink at 0
-        (relu, abs, maximum) instead of loosening tolerances.
-    elements : strategy, optional
-        Overrides the three bounds above.
-    unique : bool
-        All elements distinct (useful for max/argmax, whose gradient is ambiguous at ties).
-
-    Returns
-    -------
-    SearchStrategy of numpy.ndarray
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(arrays((2, 3), min_value=-2, max_value=2, min_magnitude=0.1))
-    ... def test_bounds(a):
-    ...     assert a.shape == (2, 3) and a.dtype == np.float64
-    ...     assert np.all((np.abs(a) >= 0.1) & (np.abs(a) <= 2))
-    >>> test_bounds()
-    """
-    dt = np.dtype(dtype)
-    elems = elements if elements is not None else _elements(dt, min_value, max_value,
-                                                            min_magnitude)
-    shapes = _shape_strategy(shape, min_dims, max_dims, min_side, max_side)
-    return hnp.arrays(dt, shapes, elements=elems, unique=unique)
-
-
-def tensors(shape: _Shape = None, *, requires_grad: bool = True, dtype: Any = np.float64,
-            **array_kwargs: Any) -> SearchStrategy:
-    """Like :func:`arrays`, but each draw is a :class:`~tinygrad_rnn.Tensor`.
-
-    ``requires_grad`` (default True) applies to floating-point dtypes only; integer and bool
-    tensors never require a gradient. All other keyword arguments are those of
-    :func:`arrays`.
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(tensors((3,), min_value=-1, max_value=1))
-    ... def test_tensor(x):
-    ...     assert x.requires_grad and x.dtype == np.float64 and x.shape == (3,)
-    >>> test_tensor()
-    """
-    grad = bool(requires_grad) and is_float_dtype(dtype)
-    return arrays(shape, dtype=dtype, **array_kwargs).map(
-        lambda a: Tensor(a, requires_grad=grad)
-    )
-
-
-def broadcastable_shapes(num_shapes: int = 2, *, min_dims: int = 0, max_dims: int = 3,
-                         min_side: int = 0, max_side: int = 4,
-                         base_shape: tuple = ()) -> SearchStrategy:
-    """``num_shapes`` shapes that broadcast together, and the shape they broadcast to.
-
-    A thin wrapper over ``hypothesis.extra.numpy.mutually_broadcastable_shapes`` with
-    defaults suited to gradient tests: up to 3 axes of up to 4 elements, size-0 sides
-    allowed (``min_side=0``), which exercises ``sum_to_shape`` on empty gradients.
-
-    Returns
-    -------
-    SearchStrategy of ``BroadcastableShapes(input_shapes, result_shape)`` (a named tuple).
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(broadcastable_shapes(3))
-    ... def test_shapes(s):
-    ...     out = np.broadcast_shapes(*s.input_shapes)
-    ...     assert out == s.result_shape
-    >>> test_shapes()
-    """
-    return hnp.mutually_broadcastable_shapes(
-        num_shapes=num_shapes, base_shape=tuple(base_shape), min_dims=min_dims,
-        max_dims=max_dims, min_side=min_side, max_side=max_side,
-    )
-
-
-def shape_pairs(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0,
-                max_side: int = 4) -> SearchStrategy:
-    """Pairs ``(shape_a, shape_b)`` that broadcast together (e.g. ``(N, H)`` and ``(H,)``).
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(shape_pairs())
-    ... def test_pair(pair):
-    ...     np.broadcast_shapes(*pair)  # never raises
-    >>> test_pair()
-    """
-    return broadcastable_shapes(2, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                                max_side=max_side).map(lambda s: tuple(s.input_shapes))
-
-
-class RecurrentWeights(NamedTuple):
-    """Weights drawn by :func:`recurrent_weights` (names and layout as in ``torch.nn.RNN``).
-
-    Attributes
-    ----------
-    weight_ih : ndarray, (G*H, D)
-        Input weights, gate blocks stacked along axis 0 (G = ``num_gates``).
-    weight_hh : ndarray, (G*H, H)
-        Recurrent weights; each of the G blocks ``(H, H)`` has spectral radius
-        ``spectral_radius``.
-    bias_ih, bias_hh : ndarray (G*H,) or None
-    spectral_radius : float
-        The spectral radius (largest eigenvalue modulus) of every recurrent block.
-    """
-
-    weight_ih: np.ndarray
-    weight_hh: np.ndarray
-    bias_ih: np.ndarray | None
-    bias_hh: np.ndarray | None
-    spectral_radius: float
-
-
-def random_orthogonal(n: int, rng: np.random.Generator) -> np.ndarray:
-    """A random ``(n, n)`` orthogonal matrix, uniformly distributed (Haar measure).
-
-    QR of a Gaussian matrix, with the signs of R's diagonal moved into Q so that the
-    distribution does not depend on the QR routine's sign convention.
-    """
-    a = rng.standard_normal((n, n))
-    q, r = np.linalg.qr(a)
-    signs = np.sign(np.diag(r))
-    signs[signs == 0] = 1.0
-    return q * signs  # scales column j by signs[j]
-
-
-def spectral_radius(w: np.ndarray) -> float:
-    """Largest eigenvalue modulus of a square matrix."""
-    return float(np.max(np.abs(np.linalg.eigvals(w))))
-
-
-def _recurrent_block(rng: np.random.Generator, h: int, radius: float, kind: str) -> np.ndarray:
-    if kind == "orthogonal":
-        return radius * random_orthogonal(h, rng)
-    a = rng.standard_normal((h, h))
-    rho = spectral_radius(a)
-    if rho < 1e-6:  # (practically never) a near-nilpotent draw: fall back to orthogonal
-        return radius * random_orthogonal(h, rng)
-    return a * (radius / rho)
-
-
-def recurrent_weights(hidden_size: int | SearchStrategy, input_size: Any = None, *,
-                      spectral_radius: float | tuple[float, float] = (0.5, 1.0),
-                      num_gates: int = 1, kind: str = "orthogonal", input_scale: float = 1.0,
-                      bias: bool = True, bias_scale: float = 0.1,
-                      dtype: Any = np.float64) -> SearchStrategy:
-    """Well-conditioned recurrent weights with a spectral radius in a chosen range.
-
-    Parameters
-    ----------
-    hidden_size, input_size : int or strategy of int
-        H and D; ``input_size=None`` uses ``hidden_size``.
-    spectral_radius : float or (low, high)
-        The spectral radius r of each recurrent block is drawn from ``[low, high]``. Below 1
-        gradients through time vanish geometrically, above 1 they can explode: sweep it.
-    num_gates : int
-        G blocks stacked along axis 0: 1 for Elman RNN, 3 for GRU, 4 for LSTM (torch order).
-    kind : {'orthogonal', 'rescaled'}
-        ``'orthogonal'``: r times a random orthogonal matrix; every eigenvalue *and* every
-        singular value equals r, so ``||W^k|| = r^k`` exactly (the cleanest case for
-        studying vanishing gradients). ``'rescaled'``: a Gaussian matrix divided by its own
-        spectral radius and multiplied by r; non-normal, so powers can grow transiently
-        before decaying like r^k (closer to a trained network).
-    input_scale : float
-        ``weight_ih`` is Gaussian with standard deviation ``input_scale / sqrt(D)``.
-    bias, bias_scale : bool, float
-        Biases uniform in ``[-bias_scale, bias_scale]`` (or ``None`` when ``bias=False``).
-    dtype : dtype
-        float64 by default (the spectral radius is exact in float64).
-
-    Returns
-    -------
-    SearchStrategy of :class:`RecurrentWeights`
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(recurrent_weights(4, 3, spectral_radius=(0.9, 1.1)))
-    ... def test_radius(w):
-    ...     rho = np.max(np.abs(np.linalg.eigvals(w.weight_hh)))
-    ...     assert 0.9 <= w.spectral_radius <= 1.1 and np.isclose(rho, w.spectral_radius)
-    ...     assert w.weight_ih.shape == (4, 3)
-    >>> test_radius()
-    """
-    if isinstance(spectral_radius, (int, float, np.floating)):
-        lo = hi = float(spectral_radius)
-    else:
-        lo, hi = (float(v) for v in spectral_radius)
-    if not 0 <= lo <= hi:
-        raise ValueError(f"spectral_radius range must satisfy 0 <= low <= high, got {lo, hi}")
-    if kind not in ("orthogonal", "rescaled"):
-        raise ValueError(f"kind must be 'orthogonal' or 'rescaled', got {kind!r}")
-    if num_gates < 1:
-        raise ValueError(f"num_gates must be >= 1, got {num_gates}")
-    hs = _as_strategy(hidden_size)
-    ds = hs if input_size is None else _as_strategy(input_size)
-    radii = st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False)
-    dt = np.dtype(dtype)
-
-    @st.composite
-    def draw_weights(draw: Callable) -> RecurrentWeights:
-        h = draw(hs)
-        d = h if input_size is None else draw(ds)
-        radius = draw(radii)
-        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-        w_hh = np.concatenate([_recurrent_block(rng, h, radius, kind)
-                               for _ in range(num_gates)], axis=0)  # (G*H, H)
-        w_ih = rng.standard_normal((num_gates * h, d)) * (input_scale / np.sqrt(max(d, 1)))
-        b_ih = b_hh = None
-        if bias:
-            b_ih = rng.uniform(-bias_scale, bias_scale, num_gates * h).astype(dt)
-            b_hh = rng.uniform(-bias_scale, bias_scale, num_gates * h).astype(dt)
-        return RecurrentWeights(w_ih.astype(dt), w_hh.astype(dt), b_ih, b_hh, radius)
-
-    return draw_weights()
-
-
-class PaddedSequences(NamedTuple):
-    """A padded batch drawn by :func:`padded_sequences`.
-
-    Attributes
-    ----------
-    x : ndarray
-        ``(T, N, D)``, or ``(N, T, D)`` when ``batch_first``. Steps ``t >= lengths[n]`` hold
-        junk.
-    lengths : ndarray of int64, (N,)
-        Valid length of each sequence, ``0 <= lengths[n] <= T``.
-    batch_first : bool
-    """
-
-    x: np.ndarray
-    lengths: np.ndarray
-    batch_first: bool
-
-    @property
-    def mask(self) -> np.ndarray:
-        """Boolean mask, True at valid steps: ``(T, N)``, or ``(N, T)`` when batch_first."""
-        t_axis = 1 if self.batch_first else 0
-        steps = np.arange(self.x.shape[t_axis])
-        mask_nt = steps[None, :] < self.lengths[:, None]  # (N, T)
-        return mask_nt if self.batch_first else mask_nt.T
-
-
-def padded_sequences(max_batch: int = 4, max_time: int = 6, input_size: Any = 3, *,
-                     min_batch: int = 1, min_time: int = 1, min_length: int = 0,
-                     batch_first: bool = False, enforce_sorted: bool = False,
-                     min_value: float = -1.0, max_value: float = 1.0,
-                     junk: float | str = 1e6, dtype: Any = np.float64) -> SearchStrategy:
-    """Padded batches of variable-length sequences whose padding holds junk.
-
-    Parameters
-    ----------
-    max_batch, min_batch : int
-        Range of the batch size N.
-    max_time, min_time : int
-        Range of the padded length T.
-    input_size : int or strategy of int
-        D.
-    min_length : int
-        Smallest valid length (default 0: empty sequences are included). At most
-        ``min_time``.
-    batch_first : bool
-        ``x`` is ``(N, T, D)`` instead of ``(T, N, D)``.
-    enforce_sorted : bool
-        Lengths in decreasing order (what a packed-sequence routine may require).
-    min_value, max_value : float
-        Bounds of the valid entries.
-    junk : float or 'nan'
-        Padded entries are uniform in ``[-junk, junk]`` (default 1e6: reading them saturates
-        every activation and changes results visibly), or NaN with ``'nan'`` (which poisons
-        anything that touches them, even ``0 * x``).
-    dtype : dtype
-        Of ``x`` (float64 by default).
-
-    Returns
-    -------
-    SearchStrategy of :class:`PaddedSequences` ``(x, lengths, batch_first)``
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(padded_sequences(max_batch=3, max_time=5, input_size=2))
-    ... def test_padding(batch):
-    ...     x, lengths, _ = batch
-    ...     assert x.shape[2] == 2 and np.all((0 <= lengths) & (lengths <= x.shape[0]))
-    ...     assert np.all(np.abs(x[batch.mask]) <= 1)  # valid steps hold real data
-    >>> test_padding()
-    """
-    if not 1 <= min_batch <= max_batch:
-        raise ValueError(f"need 1 <= min_batch <= max_batch, got {min_batch}, {max_batch}")
-    if not 1 <= min_time <= max_time:
-        raise ValueError(f"need 1 <= min_time <= max_time, got {min_time}, {max_time}")
-    if not 0 <= min_length <= min_time:
-        raise ValueError(f"need 0 <= min_length <= min_time, got {min_length}, {min_time}")
-    if isinstance(junk, str) and junk != "nan":
-        raise ValueError(f"junk must be a float or 'nan', got {junk!r}")
-    dt = np.dtype(dtype)
-    if dt.kind != "f":
-        raise TypeError(f"padded_sequences: dtype must be a float dtype, got {dt}")
-    elems = _elements(dt, min_value, max_value, 0.0)
-    sizes = _as_strategy(input_size)
-
-    @st.composite
-    def draw_batch(draw: Callable) -> PaddedSequences:
-        n = draw(st.integers(min_batch, max_batch))
-        t = draw(st.integers(min_time, max_time))
-        d = draw(sizes)
-        lengths = np.array(draw(st.lists(st.integers(min_length, t), min_size=n,
-                                         max_size=n)), dtype=np.int64)
-        if enforce_sorted:
-            lengths = np.sort(lengths)[::-1].copy()
-        x = draw(hnp.arrays(dt, (t, n, d), elements=elems))  # (T, N, D)
-        pad = np.arange(t)[:, None] >= lengths[None, :]  # (T, N)
-        if pad.any():
-            rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-            if junk == "nan":
-                x[pad] = np.nan
-            else:
-                scale = float(junk)
-                x[pad] = rng.uniform(-scale, scale, size=(int(pad.sum()), d)).astype(dt)
-        if batch_first:
-            x = np.ascontiguousarray(x.transpose(1, 0, 2))  # (N, T, D)
-        return PaddedSequences(x, lengths, batch_first)
-
-    return draw_batch()
-
-
-def token_ids(vocab_size: int, shape: _Shape = None, *, min_dims: int = 1, max_dims: int = 2,
-              min_side: int = 1, max_side: int = 5, allow_invalid: bool = False,
-              require_invalid: bool = False, dtype: Any = np.int64) -> SearchStrategy:
-    """Integer token ids for an embedding or a loss.
-
-    Parameters
-    ----------
-    vocab_size : int
-        V; valid ids are ``0 .. V-1``.
-    shape, min_dims, max_dims, min_side, max_side
-        As in :func:`arrays`.
-    allow_invalid : bool
-        Ids may also be negative (down to ``-V - 2``) or ``>= V`` (up to ``2V + 2``), for
-        testing that invalid ids are refused. Both ranges are clipped to what ``dtype`` can
-        hold (``int8`` with ``V = 100``: invalid ids are -102..-1 and 100..127); a dtype that
-        holds no invalid id at all (``uint8`` with ``V = 256``) is a ``ValueError``.
-    require_invalid : bool
-        Every draw holds at least one invalid id (implies ``allow_invalid``; needs
-        non-empty arrays).
-    dtype : integer dtype
-        Must hold every valid id ``0 .. V-1``.
-
-    Examples
-    --------
-    >>> from hypothesis import given
-    >>> @given(token_ids(7, (2, 3)))
-    ... def test_ids(ids):
-    ...     assert ids.shape == (2, 3) and ids.min() >= 0 and ids.max() < 7
-    >>> test_ids()
-    """
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
-        raise TypeError(f"token_ids: vocab_size must be an integer, got "
-                        f"{type(vocab_size).__name__} {vocab_size!r}")
-    vocab_size = int(vocab_size)
-    if vocab_size < 1:
-        raise ValueError(f"token_ids: vocab_size must be >= 1, got {vocab_size}")
-    dt = np.dtype(dtype)
-    if dt.kind not in "iu":
-        raise TypeError(f"token_ids: dtype must be an integer dtype, got {dt}")
-    info = np.iinfo(dt)
-    if vocab_size - 1 > info.max:
-        raise ValueError(f"token_ids: vocab_size {vocab_size} needs ids up to "
-                         f"{vocab_size - 1}, but the largest {dt} is {info.max}; use a wider "
-                         f"dtype")
-    valid = st.integers(0, vocab_size - 1)
-    allow_invalid = allow_invalid or require_invalid
-    # the invalid ranges, clipped to what dt can hold
-    lowest, highest = max(-vocab_size - 2, int(info.min)), min(2 * vocab_size + 2, int(info.max))
-    ranges = [(lo, hi) for lo, hi in ((lowest, -1), (vocab_size, highest)) if lo <= hi]
-    if allow_invalid and not ranges:
-        raise ValueError(f"token_ids: with vocab_size {vocab_size} every {dt} from 0 to "
-                         f"{info.max} is a valid id, so there is no invalid id to draw; use "
-                         f"a wider dtype")
-    invalid = st.one_of(*(st.integers(lo, hi) for lo, hi in ranges)) if ranges else None
-    elements = st.one_of(valid, invalid) if allow_invalid else valid
-    shapes = _shape_strategy(shape, min_dims, max_dims, max(min_side, int(require_invalid)),
-                             max_side)
-    base = hnp.arrays(dt, shapes, elements=elements)
-    if not require_invalid:
-        return base
-
-    @st.composite
-    def with_invalid(draw: Callable) -> np.ndarray:
-        ids = draw(base)
-        hypothesis.assume(ids.size > 0)
-        if not np.any((ids < 0) | (ids >= vocab_size)):
-            pos = draw(st.integers(0, ids.size - 1))
-            ids.reshape(-1)[pos] = draw(invalid)
-        return ids
-
-    return with_invalid()
-
 
 # ============================================================================= checkers
 @dataclass(frozen=True)
@@ -714,11 +170,6 @@ _ORDER = [FORWARD, OUTPUT_DTYPE, BACKWARD, GRAD_SHAPE, GRAD_DTYPE, INPUTS_UNCHAN
           UPSTREAM_UNCHANGED, ZERO_UPSTREAM, DETERMINISTIC, GRADCHECK, ORIGINAL_UNCHANGED]
 
 
-def _host(a: Any) -> np.ndarray:
-    """A NumPy copy of ``a`` (device arrays are copied to the host explicitly)."""
-    return np.array(to_device(a, "cpu"), copy=True)
-
-
 def _is_array_of(a: Any, xp: Any) -> bool:
     """True when ``a`` is an array of the array module ``xp`` (not a scalar or a list)."""
     return isinstance(a, np.ndarray) if xp is np else get_array_module(a) is xp
@@ -760,7 +211,7 @@ def _classify_backward_error(exc: BaseException) -> str:
 
 def _check_upstream(run: _Run, given: list, copies: list) -> None:
     for i, (g, c) in enumerate(zip(given, copies)):
-        if not _same(_host(g), c):
+        if not _same(host_copy(g), c):
             run.fail(UPSTREAM_UNCHANGED,
                      f"backward wrote into the upstream gradient of output {i} (it must treat "
                      f"grad_out as read-only: it may be shared with other ops)")
@@ -768,7 +219,7 @@ def _check_upstream(run: _Run, given: list, copies: list) -> None:
 
 def _check_inputs(run: _Run, arrays: dict, snaps: dict, labels: dict, when: str) -> None:
     for k, snap in snaps.items():
-        if not _same(_host(arrays[k]), snap):
+        if not _same(host_copy(arrays[k]), snap):
             run.fail(INPUTS_UNCHANGED, f"{labels.get(k, f'input {k}')} was modified in place "
                                        f"during {when}")
 
@@ -805,23 +256,23 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
     run = _Run()
     args = problem.make_args()
     arrays = {k: _array_of(a) for k, a in enumerate(args) if _array_of(a) is not None}
-    snaps = {k: _host(a) for k, a in arrays.items()}
+    snaps = {k: host_copy(a) for k, a in arrays.items()}
     try:
         outs = [o for o in flatten_outputs(problem.fn(*args)) if is_float_dtype(o.dtype)]
     except Exception as exc:  # noqa: BLE001 - reported, not swallowed
         run.fail(FORWARD, _describe(exc))
         return run
     _check_output_dtypes(run, [o.dtype for o in outs])
-    run.outputs = [_host(o._data) for o in outs]
+    run.outputs = [host_copy(o._data) for o in outs]
     current = {k: _array_of(args[k]) for k in arrays}
     _check_inputs(run, current, snaps, problem.labels, "forward")
     # backward is judged against the inputs as forward left them, so that a write made
     # during forward is not blamed on backward too
-    snaps = {k: _host(a) for k, a in current.items()}
+    snaps = {k: host_copy(a) for k, a in current.items()}
     # drawn on the host, copied to each output's device (the same object on the CPU), so a
     # backward that writes into its upstream gradient is caught on every device
     gs = [to_device(g, o.device) for o, g in zip(outs, upstream([o.shape for o in outs]))]
-    run.upstream = [_host(g) for g in gs]
+    run.upstream = [host_copy(g) for g in gs]
     # tensors fn captures (module parameters) get their .grad back after the run
     with grads_preserved(outs):
         try:
@@ -843,7 +294,7 @@ def _tensor_run(problem: _Problem, upstream: Callable[[list], list]) -> _Run:
                                      f"{leaf.shape}")
             if g.dtype != leaf.dtype:
                 run.fail(GRAD_DTYPE, f"{label}: gradient dtype {g.dtype} != {leaf.dtype}")
-            run.grads[k] = _host(g)
+            run.grads[k] = host_copy(g)
     _check_upstream(run, gs, run.upstream)
     _check_inputs(run, {k: _array_of(args[k]) for k in arrays}, snaps, problem.labels,
                   "backward")
@@ -887,7 +338,7 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
         if _array_of(v) is not None:
             watched[name] = _array_of(v)
             labels[name] = f"keyword constant {name!r}"
-    snaps = {k: _host(a) for k, a in watched.items()}
+    snaps = {k: host_copy(a) for k, a in watched.items()}
     ctx = Context(op)
     ctx.needs_input_grad = tuple(needs)
     try:
@@ -904,12 +355,12 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
             return run
     float_idx = [i for i, o in enumerate(outs) if is_float_dtype(o.dtype)]
     _check_output_dtypes(run, [outs[i].dtype for i in float_idx])
-    run.outputs = [_host(o) for o in (outs[i] for i in float_idx)]
+    run.outputs = [host_copy(o) for o in (outs[i] for i in float_idx)]
     _check_inputs(run, watched, snaps, labels, "forward")
-    snaps = {k: _host(a) for k, a in watched.items()}  # backward is judged from here
+    snaps = {k: host_copy(a) for k, a in watched.items()}  # backward is judged from here
     # drawn on the host, copied to the inputs' device (the same object on the CPU)
     gs_float = [xp.asarray(g) for g in upstream([outs[i].shape for i in float_idx])]
-    run.upstream = [_host(g) for g in gs_float]
+    run.upstream = [host_copy(g) for g in gs_float]
     gs = [xp.zeros(o.shape, dtype=o.dtype) for o in outs]  # what the engine sends unused ones
     for i, g in zip(float_idx, gs_float):
         gs[i] = g
@@ -949,7 +400,7 @@ def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
                                  f"shape {g.shape}, which is neither the input's shape "
                                  f"{arrays[k].shape} nor broadcast from it")
             continue
-        run.grads[k] = _host(g).astype(np.float64)
+        run.grads[k] = host_copy(g).astype(np.float64)
     run.completed = True
     return run
 
@@ -1126,32 +577,16 @@ def _copy_arg(x: Any) -> Any:
     return x
 
 
-def _refuse_low_precision(inputs: Sequence[Any], what: str) -> list:
-    diff = []
-    for k, x in enumerate(inputs):
-        if isinstance(x, Tensor) and x.requires_grad:
-            if x.dtype != np.float64:
-                raise TypeError(
-                    f"{what}: input {k} has dtype {x.dtype}; gradient checks need float64 "
-                    f"(finite differences in float32 are swamped by round-off; see "
-                    f"docs/gradcheck.md). Pass x.double(), and test float32 code by comparing "
-                    f"it with the float64 result."
-                )
-            diff.append(k)
-    if not diff:
-        raise ValueError(f"{what}: no input requires a gradient (nothing to check)")
-    return diff
-
-
 def _snapshot_caller(objs: Sequence[Any]) -> list:
     """(object, copy of its values, its .grad, copy of the .grad) for each Tensor, and
     (array, copy, None, None) for each array, of ``objs``; anything else is not watched."""
     snaps = []
     for x in objs:
         if isinstance(x, Tensor):
-            snaps.append((x, _host(x._data), x._grad, None if x._grad is None else _host(x._grad)))
+            grad = None if x._grad is None else host_copy(x._grad)
+            snaps.append((x, host_copy(x._data), x._grad, grad))
         elif _array_of(x) is not None:
-            snaps.append((x, _host(x), None, None))
+            snaps.append((x, host_copy(x), None, None))
     return snaps
 
 
@@ -1159,13 +594,13 @@ def _caller_untouched(report: CheckReport, snaps: list, what: str) -> None:
     problems = []
     for obj, data, grad_ref, grad in snaps:
         if not isinstance(obj, Tensor):
-            if not _same(_host(obj), data):
+            if not _same(host_copy(obj), data):
                 problems.append(f"the values of a {what} changed")
             continue
-        if not _same(_host(obj._data), data):
+        if not _same(host_copy(obj._data), data):
             problems.append(f"the values of a {what} changed")
         if obj._grad is not grad_ref or (grad is not None and
-                                        not _same(_host(obj._grad), grad)):
+                                        not _same(host_copy(obj._grad), grad)):
             problems.append(f"the .grad of a {what} changed")
     report.results.append(CheckResult(ORIGINAL_UNCHANGED, not problems,
                                       "; ".join(dict.fromkeys(problems))))
@@ -1236,7 +671,7 @@ def check_function(fn: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol
                         n_directions=n_directions, seed=seed,
                         check_determinism=check_determinism, raise_exception=raise_exception)
     target = f"check_function({_name_of(fn)})"
-    diff = _refuse_low_precision(inputs, "check_function")
+    diff = checked_inputs(inputs, "check_function", exactly_float64=True)
     caller = _snapshot_caller(inputs)
     labels = {k: f"input {k}" for k in range(len(inputs))}
     problem = _Problem(fn, lambda: [_copy_arg(x) for x in inputs], diff, labels)
@@ -1291,7 +726,7 @@ def check_op(op: type, *inputs: Any, options: CheckOptions | None = None,
     if not (isinstance(op, type) and issubclass(op, Function)):
         raise TypeError(f"check_op: expected a tinygrad_rnn.Function subclass, got {op!r}")
     target = f"check_op({op.__name__})"
-    diff = _refuse_low_precision(inputs, "check_op")
+    diff = checked_inputs(inputs, "check_op", exactly_float64=True)
     caller = _snapshot_caller(list(inputs) + list(constants.values()))
     labels = {k: f"input {k}" for k in range(len(inputs))}
     report = CheckReport(target)
@@ -1409,7 +844,7 @@ def check_module(module: Any, *inputs: Any, eps: float = 1e-6, atol: float = 1e-
     target = f"check_module({type(module).__name__})"
     input_diff = [k for k, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if input_diff:
-        _refuse_low_precision(inputs, "check_module")
+        checked_inputs(inputs, "check_module", exactly_float64=True)
     originals = [p for _, p in named]
     caller = _snapshot_caller(list(inputs) + originals)
     clone, cparams, copied = _module_copy(module, originals)
@@ -1532,8 +967,8 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
         raise TypeError(f"check_jacobian: fn must return one Tensor, got {type(y).__name__}")
     # the Jacobian is built on x's device (from a copy), then compared on the host
     point = (y._data if at == "output" else x_arr).copy()
-    jac = _host(jacobian_fn(point)).astype(np.float64)
-    y_arr = _host(y._data)
+    jac = host_copy(jacobian_fn(point)).astype(np.float64)
+    y_arr = host_copy(y._data)
     xs, ys = tuple(x_arr.shape), tuple(y_arr.shape)
     if jac.shape == ys + xs:
         form = "full"
@@ -1571,7 +1006,7 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
             except Exception as exc:  # noqa: BLE001 - reported as the failure
                 problem = f"backward raised {_describe(exc)}"
                 break
-            got = np.zeros(xs) if leaf._grad is None else _host(leaf._grad)
+            got = np.zeros(xs) if leaf._grad is None else host_copy(leaf._grad)
             want = jt_g(g)
             i, err = _worst_element(got, want, atol, rtol)
             if i is not None:
@@ -1588,8 +1023,8 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
             u = rng.standard_normal(xs)
             with no_grad():
                 step = xp.asarray(eps * u)  # the same array on the CPU
-                plus = _host(fn(Tensor(x_arr + step))._data)
-                minus = _host(fn(Tensor(x_arr - step))._data)
+                plus = host_copy(fn(Tensor(x_arr + step))._data)
+                minus = host_copy(fn(Tensor(x_arr - step))._data)
             numeric = (plus - minus) / (2 * eps)
             want = j_u(u)
             i, err = _worst_element(want, numeric, numeric_atol, numeric_rtol)
@@ -1601,40 +1036,3 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
         report.results.append(CheckResult("J u == finite difference", not problem,
                                           problem or f"max abs difference {worst:.2g}"))
     return _finish(report, opts)
-
-
-# ============================================================================= given-style
-def gradient_property(*strategies: SearchStrategy, **check_kwargs: Any) -> Callable:
-    """Decorator: a hypothesis property test that :func:`check_function` passes.
-
-    The decorated function receives one drawn value per strategy and returns the output(s)
-    to differentiate; the decorator turns it into a zero-argument test (pytest collects it
-    like any ``test_*`` function) that, for every draw, runs
-    ``check_function(fn, *drawn, **check_kwargs)``. Stack ``@hypothesis.settings(...)`` on
-    top to change the number of examples.
-
-    Examples
-    --------
-    >>> import tinygrad_rnn as tr
-    >>> @gradient_property(tensors((3, 2), min_value=-2, max_value=2),
-    ...                    tensors((2,), min_value=-1, max_value=1))
-    ... def test_bias_tanh(x, b):
-    ...     return (x + b).tanh()  # (N, H) + (H,): the RNN bias case
-    >>> test_bias_tanh()
-    """
-    if not strategies:
-        raise TypeError("gradient_property needs at least one strategy")
-    CheckOptions(**{k: v for k, v in check_kwargs.items() if k in CheckOptions.__annotations__})
-
-    def decorate(fn: Callable) -> Callable:
-        def test(drawn: tuple) -> None:
-            check_function(fn, *drawn, **check_kwargs)
-
-        # name the test after fn (what pytest reports), but keep its own signature: no
-        # functools.wraps, whose __wrapped__ would make hypothesis see fn's parameters
-        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-            setattr(test, attr, getattr(fn, attr, getattr(test, attr)))
-        return hypothesis.given(st.tuples(*strategies))(test)
-
-    return decorate
-

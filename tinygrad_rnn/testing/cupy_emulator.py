@@ -1,4 +1,9 @@
-"""A stand-in device: NumPy underneath, CuPy's rules on top.
+"""A CuPy emulator, the stand-in device ``'standin'``: NumPy underneath, CuPy's rules on top.
+
+A test double, not a backend: it lives in :mod:`tinygrad_rnn.testing` and joins the backend
+through :func:`tinygrad_rnn.backend.register_device` when it is imported (``import
+tinygrad_rnn.testing`` does that; so do the test suite's ``conftest.py`` and the CLI's
+``--device standin``). The core package never imports it.
 
 ``device='standin'`` behaves like a GPU for the one question a test without a GPU can ask:
 does any code path hand device data to NumPy, or mix device and host arrays in one call?
@@ -52,7 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from .backend import index_array_axes
+from .. import backend
+from ..backend import index_array_axes
 
 __all__ = ["StandInArray", "asnumpy", "ndarray", "CUPY_API", "CUPY_LINALG", "CUPY_SIGNATURES",
            "CUPY_NDARRAY_METHODS", "CUPY_UFUNC_METHODS", "CUPY_UFUNC_KEYWORDS"]
@@ -538,9 +544,9 @@ class StandInArray:
             raise AttributeError(
                 f"stand-in arrays have no attribute {name!r}: the stand-in offers only the "
                 f"cupy.ndarray attributes that behave as NumPy's (the properties of "
-                f"StandInArray and tinygrad_rnn.standin.CUPY_NDARRAY_METHODS); CuPy 14.2 has "
-                f"no ndarray.resize, setflags, ctypes, getfield or setfield, and its .data "
-                f"is a device pointer"
+                f"StandInArray and tinygrad_rnn.testing.cupy_emulator.CUPY_NDARRAY_METHODS); "
+                f"CuPy 14.2 has no ndarray.resize, setflags, ctypes, getfield or setfield, and "
+                f"its .data is a device pointer"
             )
         rule = _CUPY_METHOD_RULES.get(name)
         attr = getattr(self._a, name) if rule is None else functools.partial(rule, self._a)
@@ -763,7 +769,7 @@ class _Namespace(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if self._mod is np.linalg and name not in CUPY_LINALG:
             raise AttributeError(f"{self.__name__}.{name}: cupy.linalg has no {name} (see "
-                                 f"tinygrad_rnn.standin.CUPY_LINALG)")
+                                 f"tinygrad_rnn.testing.cupy_emulator.CUPY_LINALG)")
         return _lookup(self._mod, f"{self.__name__}.{name}", name)
 
 
@@ -801,7 +807,8 @@ def __getattr__(name: str) -> Any:  # PEP 562: ``standin.zeros`` etc.
     except KeyError:
         pass
     if not hasattr(np, name):
-        raise AttributeError(f"module 'tinygrad_rnn.standin' (NumPy) has no attribute {name!r}")
+        raise AttributeError(f"module 'tinygrad_rnn.testing.cupy_emulator' (NumPy) has no "
+                             f"attribute {name!r}")
     obj = getattr(np, name)
     scalar_type = isinstance(obj, type) and issubclass(obj, np.generic)
     if scalar_type and issubclass(obj, _NO_CUPY_TYPES):
@@ -812,7 +819,7 @@ def __getattr__(name: str) -> Any:  # PEP 562: ``standin.zeros`` etc.
     if name not in CUPY_API and not scalar_type:
         raise AttributeError(
             f"standin.{name}: CuPy has no cupy.{name} (the stand-in offers only NumPy "
-            f"functions CuPy has too: tinygrad_rnn.standin.CUPY_API); write it with "
+            f"functions CuPy has too: tinygrad_rnn.testing.cupy_emulator.CUPY_API); write it with "
             f"functions from that list"
         )
     obj = _lookup(np, f"standin.{name}", name)
@@ -820,16 +827,13 @@ def __getattr__(name: str) -> Any:  # PEP 562: ``standin.zeros`` etc.
     return obj
 
 
-def _register() -> None:
-    """Tell the backend which array type this module owns (on import, so stand-in arrays
-    made directly with ``standin.asarray`` are recognised too)."""
+def register() -> None:
+    """Register the device ``'standin'`` with :func:`tinygrad_rnn.backend.register_device`
+    (done on import, so stand-in arrays made directly with ``asarray`` are recognised too;
+    calling it again is harmless)."""
     import sys
 
-    from . import backend
-
-    module = sys.modules[__name__]
-    backend._DEVICE_MODULES[StandInArray] = module
-    backend._MODULE_DEVICE[module] = DEVICE
+    backend.register_device(DEVICE, sys.modules[__name__], StandInArray)
 
 
-_register()
+register()
