@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import tinygrad_rnn as tr
 from tinygrad_rnn import nn
 
-from module_helpers import swapped_parameters
+from tinygrad_rnn.testing import check_module
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "attention.md"
@@ -44,18 +44,19 @@ MASK_CASES = ("none", "padding", "causal", "padding+causal", "attn_mask", "fully
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-def check_module_grads(module: nn.Module, call: Any, inputs: list, mode: str = "full",
-                       n_directions: int = 8) -> None:
-    """tr.gradcheck of ``call(*inputs)`` w.r.t. the inputs and every parameter of module."""
-    names = [name for name, _ in module.named_parameters()]
-    params = [tr.Tensor(p.numpy().copy(), requires_grad=True)
-              for _, p in module.named_parameters()]
+class Called:
+    """``call(module, *inputs)`` as a module-like object for ``tr.testing.check_module``
+    (which checks the inputs and every parameter, on a float64 copy of the module): binds
+    the masks and keyword arguments of an attention call."""
 
-    def fn(*args):
-        with swapped_parameters(module, dict(zip(names, args[len(inputs):]))):
-            return call(*args[:len(inputs)])
+    def __init__(self, module: nn.Module, call: Any) -> None:
+        self.module, self.call = module, call
 
-    assert tr.gradcheck(fn, list(inputs) + params, mode=mode, n_directions=n_directions)
+    def named_parameters(self) -> Any:
+        return self.module.named_parameters()
+
+    def __call__(self, *inputs: Any) -> Any:
+        return self.call(self.module, *inputs)
 
 
 def make_attention(score: str, dq: int, dk: int, dtype: Any = np.float64,
@@ -154,7 +155,8 @@ def test_attention_gradcheck_full(score: str, case: str) -> None:
     att = make_attention(score, dq, dk)
     q, k, v = inputs(n, tq, tk, dq, att.key_size, dv, seed=1)
     masks = make_masks(case, n, tq, tk)
-    check_module_grads(att, lambda a, b, c: att(a, b, c, **masks), leaves(q, k, v))
+    check_module(Called(att, lambda m, a, b, c: m(a, b, c, **masks)), *leaves(q, k, v),
+                 mode="full")
 
 
 @given(score=st.sampled_from(SCORES), n=st.integers(1, 3), tq=st.integers(1, 5),
@@ -175,8 +177,8 @@ def test_attention_gradcheck_directional_random_masks(score, n, tq, tk, dq, dk, 
         masks["key_padding_mask"] = rng.random((n, tk)) < pad_p
     if blocked_p:
         masks["attn_mask"] = rng.random((tq, tk)) < blocked_p
-    check_module_grads(att, lambda a, b, c: att(a, b, c, **masks), leaves(q, k, v),
-                       mode="directional", n_directions=4)
+    check_module(Called(att, lambda m, a, b, c: m(a, b, c, **masks)), *leaves(q, k, v),
+                 mode="directional", n_directions=4)
 
 
 @pytest.mark.parametrize("score", SCORES)
@@ -187,8 +189,8 @@ def test_attention_gradcheck_single_query(score: str) -> None:
     q = rng.uniform(-1, 1, (2, 3))
     _, k, v = inputs(2, 1, 4, 3, att.key_size, 2, seed=4)
     kpm = np.array([[False, False, True, True], [False, False, False, False]])
-    check_module_grads(att, lambda a, b, c: att(a, b, c, key_padding_mask=kpm),
-                       leaves(q, k, v))
+    check_module(Called(att, lambda m, a, b, c: m(a, b, c, key_padding_mask=kpm)),
+                 *leaves(q, k, v), mode="full")
 
 
 # --------------------------------------------------------------------------------------------
@@ -534,18 +536,18 @@ def test_multihead_gradcheck(config: str, batch_first: bool) -> None:
     am = np.zeros((tgt, src), dtype=bool)
     am[2, 0] = True
 
-    def call(a, b, c):
-        return mha(a, b, c, key_padding_mask=kpm, attn_mask=am, is_causal=True,
-                   average_attn_weights=False)
+    def call(m, a, b, c):
+        return m(a, b, c, key_padding_mask=kpm, attn_mask=am, is_causal=True,
+                 average_attn_weights=False)
 
-    check_module_grads(mha, call, leaves(q, k, v), mode="directional", n_directions=6)
+    check_module(Called(mha, call), *leaves(q, k, v), mode="directional", n_directions=6)
 
 
 def test_multihead_gradcheck_full_self_attention_tiny() -> None:
     """Full-Jacobian gradcheck of the one-GEMM self-attention path (query is key is value)."""
     mha = nn.MultiheadAttention(2, 2, batch_first=True, dtype=np.float64, generator=2)
     (x,) = leaves(np.random.default_rng(15).uniform(-1, 1, (1, 3, 2)))
-    check_module_grads(mha, lambda t: mha(t, t, t, is_causal=True), [x])
+    check_module(Called(mha, lambda m, t: m(t, t, t, is_causal=True)), x, mode="full")
 
 
 def test_multihead_fully_masked_rows_are_zero_with_nan_padding() -> None:
@@ -858,8 +860,8 @@ def test_causal_self_attention_gradcheck() -> None:
     csa = nn.CausalSelfAttention(4, 2, dtype=np.float64, generator=12)
     (x,) = leaves(np.random.default_rng(23).uniform(-1, 1, (2, 4, 4)))
     kpm = np.array([[False, False, False, True], [True, False, False, False]])
-    check_module_grads(csa, lambda t: csa(t, key_padding_mask=kpm, need_weights=True), [x],
-                       mode="directional", n_directions=6)
+    check_module(Called(csa, lambda m, t: m(t, key_padding_mask=kpm, need_weights=True)), x,
+                 mode="directional", n_directions=6)
 
 
 # --------------------------------------------------------------------------------------------
