@@ -483,10 +483,9 @@ class Attention(Module):
         attn_mask : bool array (Tq, Tk) or (N, Tq, Tk), optional
             **True marks a pair that is not allowed**, as torch's boolean ``attn_mask``. A
             float mask is added to the scores (``-inf`` = not allowed).
-
-        Both masks may be host arrays (NumPy, lists: copied to the inputs' device) or
-        Tensors/arrays on the inputs' device; one on another device raises a RuntimeError
-        naming both devices.
+            Both masks may be host arrays (NumPy, lists: copied to the inputs' device) or
+            Tensors/arrays on the inputs' device; one on another device raises a
+            RuntimeError naming both devices.
         causal : bool
             Query i attends to keys j <= i only (needs a query sequence).
 

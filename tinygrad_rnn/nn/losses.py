@@ -74,6 +74,8 @@ class CrossEntropyLoss(_Loss):
     reduction : {'mean', 'sum', 'none'}
     label_smoothing : float in [0, 1]
 
+    Notes
+    -----
     Shapes: input (N, C, d1, ...) with targets (N, d1, ...), or (C,) with a 0-d target;
     sequence logits (T, N, V) are flattened to (T * N, V) first (the error says so).
     """
