@@ -25,7 +25,6 @@ is checked, not just declared.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -40,7 +39,8 @@ from tinygrad_rnn import ops
 from tinygrad_rnn.nn import functional as NF
 from tinygrad_rnn.ops.base import Function
 from tinygrad_rnn.ops.losses import BinaryCrossEntropy, takes_plain_path
-from tinygrad_rnn.tensor import Tensor, _Cast, _Copy, _ToDevice
+from tinygrad_rnn.ops import Cast, Copy, ToDevice
+from tinygrad_rnn.tensor import Tensor
 
 __all__ = [
     "Case", "OpInfo", "REGISTRY", "BY_NAME", "graph_functions", "exported_functions",
@@ -120,13 +120,9 @@ def graph_functions(outputs: Sequence[Tensor]) -> set:
 
 
 def exported_functions() -> set:
-    """Every Function subclass exported by ``tinygrad_rnn.ops`` or defined in
-    ``tinygrad_rnn.tensor`` (the private ``_Copy``, ``_Cast`` and ``_ToDevice``)."""
-    # not ``import tinygrad_rnn.tensor``: the package's ``tensor`` function shadows it
-    tensor_module = sys.modules["tinygrad_rnn.tensor"]
+    """Every Function subclass exported by ``tinygrad_rnn.ops``."""
     found = set()
     candidates = [getattr(ops, name) for name in ops.__all__]
-    candidates += list(vars(tensor_module).values())
     for obj in candidates:
         if isinstance(obj, type) and issubclass(obj, Function) and obj is not Function:
             found.add(obj)
@@ -1137,11 +1133,11 @@ REGISTRY: tuple[OpInfo, ...] = (
                     {"weight": np.array([2.0, 0.5]), "reduction": "mean"}),
            )),
     # the private Tensor-level ops
-    _unary("clone", lambda x: x.clone(), np.copy, reals, (_Copy,)),
+    _unary("clone", lambda x: x.clone(), np.copy, reals, (Copy,)),
     OpInfo("astype", _cast_round_trip, lambda x: x.copy(), _unary_cases(reals),
-           (_Cast,) if HAS_WIDE_FLOAT else ()),
+           (Cast,) if HAS_WIDE_FLOAT else ()),
     OpInfo("to_device", _device_round_trip, lambda x: x.copy(), _unary_cases(reals),
-           (_ToDevice,)),
+           (ToDevice,)),
 )
 
 BY_NAME: dict[str, OpInfo] = {op.name: op for op in REGISTRY}

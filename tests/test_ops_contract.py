@@ -201,7 +201,7 @@ del _op
 # ------------------------------------------------------------------------------ float32 cast
 @given(case=BY_NAME["clone"].cases, seed=SEEDS)
 def test_cast_to_float32_vjp(case: Case, seed: int) -> None:
-    """_Cast float64 -> float32: the output is the rounded input, and the VJP is the
+    """Cast float64 -> float32: the output is the rounded input, and the VJP is the
     upstream gradient widened back to float64 exactly (a cast is the identity map)."""
     x = case.inputs[0]
     leaf = tr.Tensor(x, requires_grad=True)

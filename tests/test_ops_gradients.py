@@ -6,9 +6,9 @@ rtol = 1e-5 and atol = 1e-6 * max(1, max |f|). The central difference has trunca
 about eps^2 |f'''| / 6 (below 1e-9 for these bounded inputs) and round-off about
 u |f| / eps ~ 1e-10 |f|, so these bounds have a wide margin and are never loosened.
 
-A meta-test fails when a Function subclass exported by ``tinygrad_rnn.ops`` (or the
-Tensor-level ``_Copy`` / ``_Cast``) has no registry entry, and every example asserts that
-the primitives its entry claims to cover are really in the recorded graph.
+A meta-test fails when a Function subclass exported by ``tinygrad_rnn.ops`` (the
+conversion ops ``Copy`` / ``Cast`` among them) has no registry entry, and every example
+asserts that the primitives its entry claims to cover are really in the recorded graph.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import tinygrad_rnn as tr
 from op_registry import (
     HAS_WIDE_FLOAT, REGISTRY, Case, OpInfo, as_tuple, exported_functions, graph_functions,
 )
-from tinygrad_rnn.tensor import _Cast
+from tinygrad_rnn.ops import Cast
 
 EPS = 1e-6
 ATOL = 1e-6  # scaled by max(1, max |f|)
@@ -93,14 +93,14 @@ def test_every_function_has_a_registry_entry() -> None:
     for op in REGISTRY:
         covered.update(op.functions)
     if not HAS_WIDE_FLOAT:
-        # no float wider than float64 to cast to losslessly: _Cast is then checked only
+        # no float wider than float64 to cast to losslessly: Cast is then checked only
         # against float64 in test_ops_contract.py (test_cast_to_float32_vjp)
-        covered.add(_Cast)
+        covered.add(Cast)
     exported = exported_functions()
     missing = sorted(f.__name__ for f in exported - covered)
     assert not missing, f"Function subclasses with no registry entry: {missing}"
     # the scan itself must see the known primitives, or the check above would be vacuous
-    assert {"Add", "Softmax", "CrossEntropy", "_Copy", "_Cast"} <= {
+    assert {"Add", "Softmax", "CrossEntropy", "Copy", "Cast"} <= {
         f.__name__ for f in exported
     }
 

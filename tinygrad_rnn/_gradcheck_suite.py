@@ -33,12 +33,13 @@ import numpy as np
 
 from . import functional as F
 from .backend import normalize_device, to_device
+from .creation import cat, split, stack, where
 from .engine import no_grad
 from .gradcheck import check_leaves, flatten_outputs
 from .nn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .nn import functional as NF
-from .creation import cat, split, stack, where
-from .tensor import Tensor, _Cast
+from .ops import Cast
+from .tensor import Tensor
 
 __all__ = [
     "EPS", "RTOL", "ATOL", "Problem", "SuiteEntry", "EntryResult", "SUITE", "BY_NAME",
@@ -567,7 +568,7 @@ def _astype(t: Tensor) -> Tensor:
     the same cast op float64 -> float64."""
     if t.device == "cpu":
         return t.astype(np.longdouble)
-    return _Cast.apply(t, dtype=np.dtype(np.float64))
+    return Cast.apply(t, dtype=np.dtype(np.float64))
 
 
 def _round_trip(t: Tensor) -> Tensor:

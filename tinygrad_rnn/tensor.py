@@ -36,11 +36,11 @@ from .backend import (
 )
 from .grad_mode import GRAD_MODE
 from .ops import (
-    Abs, Add, BroadcastTo, Clip, Div, Exp, GetItem, Log, LogSoftmax, MatMul, Max, Maximum, Mean,
-    Min, Minimum, Mul, Neg, Norm, Pow, ReLU, Reshape, Sigmoid, Softmax, Sqrt, Sub, Sum, Tanh,
-    Transpose,
+    Abs, Add, BroadcastTo, Cast, Clip, Copy, Div, Exp, GetItem, Log, LogSoftmax, MaskedFill,
+    MatMul, Max, Maximum, Mean, Min, Minimum, Mul, Neg, Norm, Pow, ReLU, Reshape, Sigmoid,
+    Softmax, Sqrt, Sub, Sum, Tanh, ToDevice, Transpose,
 )
-from .ops.base import Context, Function
+from .ops.base import Context
 from .ops.elementwise import clip_bounds
 from .ops.shape import _is_advanced, check_index_bounds
 
@@ -392,7 +392,7 @@ class Tensor:
             device, dtype = None, device  # to(np.float64)
         out = self if not copy else self.clone()
         if device is not None and normalize_device(device) != self.device:
-            out = _ToDevice.apply(out, device=normalize_device(device))
+            out = ToDevice.apply(out, device=normalize_device(device))
         if dtype is not None:
             out = out.astype(dtype)
         return out
@@ -455,13 +455,13 @@ class Tensor:
 
     def clone(self) -> "Tensor":
         """A differentiable copy (gradient flows back to this tensor)."""
-        return _Copy.apply(self)
+        return Copy.apply(self)
 
     def astype(self, dtype: Any) -> "Tensor":
         """A copy in another dtype; differentiable between float dtypes."""
         if np.dtype(dtype) == self.dtype:
             return self
-        return _Cast.apply(self, dtype=np.dtype(dtype))
+        return Cast.apply(self, dtype=np.dtype(dtype))
 
     def float(self) -> "Tensor":
         """float32 (differentiable for float tensors; ``self`` when already float32)."""
@@ -1503,48 +1503,8 @@ class Tensor:
         return MatMul.apply(self, other)
 
     def masked_fill(self, mask: Any, value: float) -> "Tensor":
-        from .ops import MaskedFill
-
         return MaskedFill.apply(self, mask=constant_data(mask, self, "masked_fill", "mask"),
                                 value=value)
-
-
-class _Copy(Function):
-    """y = a copy of x.  VJP: dL/dx = g."""
-
-    @staticmethod
-    def forward(ctx: Context, x: Any) -> Any:
-        return x.copy()
-
-    @staticmethod
-    def backward(ctx: Context, g: Any) -> Any:
-        return g
-
-
-class _ToDevice(Function):
-    """y = x copied to another device.  VJP: g copied back to x's device."""
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, device: str) -> Any:
-        ctx.in_device = device_of(x)
-        return to_device(x, device)
-
-    @staticmethod
-    def backward(ctx: Context, g: Any) -> Any:
-        return to_device(g, ctx.in_device)
-
-
-class _Cast(Function):
-    """y = x converted to another float dtype.  VJP: g converted back to x's dtype."""
-
-    @staticmethod
-    def forward(ctx: Context, x: Any, dtype: Any) -> Any:
-        ctx.in_dtype = x.dtype
-        return x.astype(dtype)
-
-    @staticmethod
-    def backward(ctx: Context, g: Any) -> Any:
-        return g.astype(ctx.in_dtype)
 
 
 def _no_out(op: str, out: Any) -> None:

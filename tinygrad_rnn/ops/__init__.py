@@ -1,6 +1,7 @@
 """Differentiable primitives: one class per op, forward and backward on raw arrays."""
 from .activations import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, stable_sigmoid
 from .base import Context, Function, sum_to_shape
+from .conversion import Cast, Copy, ToDevice
 from .elementwise import (
     Abs, Add, Clip, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, Sqrt, Sub, broadcast_shape,
 )
@@ -25,5 +26,5 @@ __all__ = [
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
     "Norm", "BinaryCrossEntropy", "PlainCrossEntropy",
-    "LayerNorm",
+    "LayerNorm", "Copy", "ToDevice", "Cast",
 ]
