@@ -42,7 +42,7 @@ from .ops import (
 )
 from .ops.base import Context
 from .ops.elementwise import clip_bounds
-from .ops.shape import _is_advanced, check_index_bounds
+from .ops.shape import is_advanced_index, check_index_bounds
 
 __all__ = ["Tensor", "Size", "ValuesIndices", "RemovableHandle", "check_tensor", "constant_data"]
 
@@ -962,7 +962,7 @@ class Tensor:
         integer-array and boolean indices give a copy."""
         index = _index(index, get_array_module(self._data))
         out = GetItem.apply(self, index=index)
-        if not _is_advanced(index):
+        if not is_advanced_index(index):
             self._mark_view(out, ("index", index), always=True)
         return out
 

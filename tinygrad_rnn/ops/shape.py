@@ -189,7 +189,9 @@ class Split(Function):
         return get_array_module(*gs).concatenate(gs, axis=ctx.axis)
 
 
-def _is_advanced(index: tuple) -> bool:
+def is_advanced_index(index: tuple) -> bool:
+    """Whether ``index`` (a tuple) holds an index array or a boolean mask: NumPy's
+    advanced indexing, which copies, where integers, slices, None and ... give a view."""
     return any(not isinstance(i, (int, slice, type(None), type(Ellipsis))) for i in index)
 
 
@@ -236,7 +238,7 @@ class GetItem(Function):
             y = x[index]
         except IndexError as err:
             raise IndexError(f"getitem: index {index!r} for shape {x.shape}: {err}") from None
-        ctx.index, ctx.in_shape, ctx.advanced = index, x.shape, _is_advanced(index)
+        ctx.index, ctx.in_shape, ctx.advanced = index, x.shape, is_advanced_index(index)
         if ctx.advanced:
             return get_array_module(x).asarray(y)  # a copy, as in torch and NumPy
         return basic_view(x, index)  # a view: writes through it reach x (torch's rule)
@@ -273,7 +275,7 @@ def apply_view_steps(a: Any, steps: tuple) -> Any:
     xp = get_array_module(a)
     for kind, arg in steps:
         if kind == "index":
-            a = a[arg] if _is_advanced(arg) else basic_view(a, arg)
+            a = a[arg] if is_advanced_index(arg) else basic_view(a, arg)
         elif kind == "reshape":
             a = a.reshape(arg)
         elif kind == "transpose":
@@ -323,7 +325,7 @@ class WriteRegion(Function):
 
     @staticmethod
     def forward(ctx: Context, base: Any, value: Any, steps: tuple, op: str) -> Any:
-        if steps and steps[-1][0] == "index" and _is_advanced(steps[-1][1]):
+        if steps and steps[-1][0] == "index" and is_advanced_index(steps[-1][1]):
             target, last = apply_view_steps(base, steps[:-1]), steps[-1][1]
             _check_distinct(op, target.shape, last)
         else:
