@@ -210,7 +210,7 @@ def _detail(node: Any) -> str:
 
 def _strip_source(node: Any) -> Any:
     """The fused recurrent op's state-gradient record (``track_state_grads``), or None."""
-    from .nn.recurrent import StateGradRecorder
+    from .monitor import StateGradRecorder
 
     recorder = getattr(node, "recorder", None)
     if isinstance(recorder, StateGradRecorder):

@@ -6,7 +6,9 @@ Two kinds of tools:
   (per recurrent module, layer and direction; ||dL/dc_t|| too for the LSTM), ||dL/dtheta|| per
   parameter, and the global norm before and after clipping; the history across training steps
   is kept in plain NumPy arrays. The per-step gradients come from the recurrent layers'
-  ``track_state_grads`` switch, which both engines implement identically.
+  ``track_state_grads`` switch, which both engines implement identically: each layer's
+  :class:`StateGradRecording` (its one hook point) hands out a :class:`StateGradRecorder`
+  per forward call, which backward fills in.
 * Analysis of the recurrence itself: the step Jacobians dh_t/dh_{t-1} written out for Elman,
   GRU and LSTM (:func:`step_jacobians`), their products ||dh_T/dh_t|| (:func:`jacobian_products`),
   the spectrum of W_hh, the bound of Pascanu et al. 2013 (:func:`pascanu_bound`), a fitted
@@ -41,13 +43,15 @@ import numpy as np
 
 from .backend import get_array_module, to_device
 from .dtypes import array_of
+from .engine import is_grad_enabled
+from .ops.activations import stable_sigmoid
 from .nn._checks import host_lengths
 from .tensor import Tensor
 
 __all__ = [
     "GradientMonitor", "step_jacobians", "jacobian_products", "spectral_radius",
     "singular_values", "pascanu_bound", "gradient_horizon", "fit_decay_rate",
-    "state_grad_norms",
+    "state_grad_norms", "StateGradRecording", "StateGradRecorder",
 ]
 
 
@@ -129,6 +133,170 @@ def state_grad_norms(grads: Any, lengths: Any = None) -> np.ndarray:
     return norms
 
 
+# ------------------------------------------------------------------------- per-step recording
+class StateGradRecorder:
+    """The per-step state gradients of ONE forward call of a recurrent layer: dL/dh_t (and
+    dL/dc_t) per (layer, direction), filled in during backward.
+
+    The graph of the call holds the record (the fused op's context, the autograd engine's
+    hooks), so a call that no backward pass reaches leaves nothing behind. When backward
+    writes into it, the record hands itself to its layer's :class:`StateGradRecording`, which
+    keeps it until its next fresh start (see :attr:`tinygrad_rnn.nn.RNNBase.state_grads`).
+
+    Attributes
+    ----------
+    grads : dict
+        ``(layer, direction) -> {'h': (T, N, H)[, 'c': (T, N, H)]}``.
+    index : int
+        The call's number among the layer's forward calls (call order).
+    steps : int
+        T, the call's number of time steps.
+    lengths : ndarray or None
+        The call's (N,) host ``lengths`` (None when every sequence ran all T steps).
+    writes : int
+        How many times backward wrote into the record.
+    """
+
+    def __init__(self, recording: StateGradRecording, index: int, steps: int,
+                 lengths: np.ndarray | None) -> None:
+        self.grads: dict[tuple[int, int], dict[str, Any]] = {}
+        self.index = index
+        self.steps = steps
+        self.lengths = lengths
+        self.writes = 0
+        # weak: the recording keeps its records, no cycle
+        self._recording = weakref.ref(recording)
+        self._generation = -1  # the recording's generation it was last handed to
+
+    def buffer(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
+               xp: Any) -> Any:
+        """The (T, N, H) buffer for ``key``/``name`` on ``xp``'s device, zeroed when first
+        asked for; a hook asks for it to write one step into it."""
+        self._written()
+        return self._slot(key, name, shape, dtype, xp)
+
+    def store(self, key: tuple[int, int], name: str, value: Any) -> None:
+        """Keep the whole (T, N, H) array the fused kernel computed."""
+        self._written()
+        self.grads.setdefault(key, {})[name] = value
+
+    def empty(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
+              xp: Any) -> None:
+        """Record the empty (0, N, H) arrays of a call with no step (no hook will ever
+        write, so the record is complete at once)."""
+        self._slot(key, name, shape, dtype, xp)
+        self._hand_over()
+
+    def hook(self, key: tuple[int, int], name: str, t: int, shape: tuple, dtype: Any,
+             rows: Any = None) -> Any:
+        """A tensor hook (autograd engine) that writes the gradient it sees into the
+        (T, N, H) buffer at step t; only the batch rows selected by the boolean (N,) ``rows``
+        (on the gradient's device) when it is given."""
+        def write(grad: Any) -> None:
+            buf = self.buffer(key, name, shape, dtype, get_array_module(grad))
+            if rows is None:
+                buf[t] = grad
+            else:
+                buf[t][rows] = grad[rows]
+        return write
+
+    def _slot(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
+              xp: Any) -> Any:
+        slot = self.grads.setdefault(key, {})
+        if name not in slot:
+            slot[name] = xp.zeros(shape, dtype=dtype)
+        return slot[name]
+
+    def _written(self) -> None:
+        self.writes += 1
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Join the recording's current records, once per fresh start of it."""
+        recording = self._recording()
+        if recording is not None and self._generation != recording.generation:
+            self._generation = recording.generation
+            recording.keep(self)
+
+
+class StateGradRecording:
+    """The per-step state gradients of one recurrent layer across its forward calls.
+
+    This is the layer's one hook point (``RNNBase.state_grad_recording``): the layer asks
+    :meth:`start_call` for the record of each forward call, its engines fill that record in
+    during backward (:meth:`StateGradRecorder.store`, :meth:`StateGradRecorder.hook`), and the
+    layer's ``track_state_grads``, ``state_grads`` and ``state_grad_segments`` read it here.
+    :class:`GradientMonitor` finds recurrent layers by it.
+
+    Attributes
+    ----------
+    owner : str
+        The layer's class name (named in errors).
+    keys : list
+        Every ``(layer, direction, kind)`` the layer records, kind 'h' (and 'c' for an LSTM).
+    track : bool
+        Whether forward calls are recorded (the layer's ``track_state_grads``).
+    """
+
+    def __init__(self, owner: str, keys: list[tuple[int, int, str]]) -> None:
+        self.owner = owner
+        self.keys = keys
+        self.track = False
+        # the records that backward reached since the last fresh start, which bumps the
+        # generation; calls numbers the forward calls
+        self.records: list[StateGradRecorder] = []
+        self.calls = 0
+        self.generation = 0
+
+    def start_call(self, steps: int, lengths: np.ndarray | None) -> StateGradRecorder | None:
+        """The record of a forward call of ``steps`` steps, or None when nothing is to be
+        recorded (tracking off, or gradients disabled: then the records are left as they
+        are)."""
+        if not (self.track and is_grad_enabled()):
+            return None
+        if any(r.writes for r in self.records):
+            # a backward pass ran since the calls recorded so far: this call starts afresh
+            self.records = []
+            self.generation += 1
+        record = StateGradRecorder(self, self.calls, steps, lengths)
+        self.calls += 1
+        return record
+
+    def keep(self, record: StateGradRecorder) -> None:
+        """Called by a record that backward has just reached (once per fresh start): keep
+        it, in call order."""
+        self.records.append(record)
+        self.records.sort(key=lambda r: r.index)
+
+    @property
+    def segments(self) -> list[StateGradRecorder]:
+        """The records, one per forward call, in call order (a new list)."""
+        return list(self.records)
+
+    def joined(self) -> dict:
+        """``(layer, direction) -> {'h': (T, N, H)[, 'c': ...]}``: the records joined along
+        time in call order (T is the sum of their steps); ``{}`` when there is none."""
+        segments = self.records
+        if len(segments) <= 1:
+            return segments[0].grads if segments else {}
+        sizes = [next(iter(r.grads.values()))["h"].shape[1] for r in segments]
+        if len(set(sizes)) > 1:
+            raise ValueError(
+                f"{self.owner}.state_grads: the {len(segments)} forward calls since "
+                f"the last backward pass had batch sizes {sizes}, so their per-step gradients "
+                f"cannot be joined along time; read state_grad_segments (one record per call) "
+                f"instead"
+            )
+        joined: dict = {}
+        for key, slot in segments[0].grads.items():
+            joined[key] = {}
+            for name, first in slot.items():
+                xp = get_array_module(first)
+                joined[key][name] = xp.concatenate([r.grads[key][name] for r in segments],
+                                                   axis=0)
+        return joined
+
+
 class GradientMonitor:
     """Record gradient norms of a model at every backward pass.
 
@@ -171,15 +339,13 @@ class GradientMonitor:
         self.recurrent: dict[str, Any] = {}
         self._state: dict[tuple, list] = {}  # (name, layer, direction, kind) -> rows
         for name, module in model.named_modules():
-            if hasattr(module, "track_state_grads"):
-                module.track_state_grads = True
+            recording = getattr(module, "state_grad_recording", None)
+            if isinstance(recording, StateGradRecording):
+                recording.track = True          # the layer's track_state_grads
                 name = name or "(model)"
                 self.recurrent[name] = module
-                kinds = ("h", "c") if module.mode == "LSTM" else ("h",)
-                for layer in range(module.num_layers):
-                    for direction in range(module.num_directions):
-                        for kind in kinds:
-                            self._state[(name, layer, direction, kind)] = []
+                for layer, direction, kind in recording.keys:
+                    self._state[(name, layer, direction, kind)] = []
         self.param_names = [n for n, _ in model.named_parameters()]
         self.history: dict[str, list] = {"global_norm": [], "clipped_norm": []}
         self._param_norms: list[np.ndarray] = []
@@ -247,7 +413,7 @@ class GradientMonitor:
     def _new_segments(self, name: str, module: Any) -> list:
         """The module's per-call records, or [] when they are the very ones the previous
         record read and no backward pass has written into them since."""
-        segments = module.state_grad_segments
+        segments = module.state_grad_recording.segments
         old = self._seen.get(name, [])
         # weak references: the monitor must not keep old gradient arrays alive
         self._seen[name] = [(weakref.ref(r), r.writes) for r in segments]
@@ -394,11 +560,6 @@ def _blocks(W: np.ndarray, n: int) -> list[np.ndarray]:
     return [W[k * H:(k + 1) * H] for k in range(n)]
 
 
-def _sigmoid(a: np.ndarray) -> np.ndarray:
-    e = np.exp(-np.abs(a))
-    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))
-
-
 def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
                    sample: int = 0) -> list[np.ndarray]:
     """The step Jacobians J_t = d s_t / d s_{t-1} of a single-layer recurrent layer or cell
@@ -501,8 +662,8 @@ def _gru_jacobian(xw: np.ndarray, h: np.ndarray, W_hh: np.ndarray, b_hh: np.ndar
     xr, xz, xn = np.split(xw, 3)
     W_hr, W_hz, W_hn = _blocks(W_hh, 3)
     b_hr, b_hz, b_hn = np.split(b_hh, 3)
-    r = _sigmoid(xr + W_hr @ h + b_hr)
-    z = _sigmoid(xz + W_hz @ h + b_hz)
+    r = stable_sigmoid(xr + W_hr @ h + b_hr)
+    z = stable_sigmoid(xz + W_hz @ h + b_hz)
     dr = (r * (1 - r))[:, None] * W_hr
     dz = (z * (1 - z))[:, None] * W_hz
     if reset == "after":
@@ -531,7 +692,7 @@ def _lstm_jacobian(xw: np.ndarray, h: np.ndarray, c: np.ndarray, W_hh: np.ndarra
         a_i, a_f, a_g, a_o = np.split(a, 4)
         W_i, W_f, W_g, W_o = _blocks(W_hh, 4)
         w_ci, w_cf, w_co = (np.split(w_ch, 3) if w_ch is not None else (zero, zero, zero))
-    f = _sigmoid(a_f + w_cf * c)
+    f = stable_sigmoid(a_f + w_cf * c)
     g = np.tanh(a_g)
     Af = (f * (1 - f))[:, None]
     Ag = (1 - g ** 2)[:, None]
@@ -542,13 +703,13 @@ def _lstm_jacobian(xw: np.ndarray, h: np.ndarray, c: np.ndarray, W_hh: np.ndarra
         dc_dh = (c - g)[:, None] * df_dh + (1 - f)[:, None] * dg_dh
         dc_dc = np.diag(f) + (c - g)[:, None] * df_dc
     else:
-        i = _sigmoid(a_i + w_ci * c)
+        i = stable_sigmoid(a_i + w_ci * c)
         Ai = (i * (1 - i))[:, None]
         di_dh, di_dc = Ai * W_i, np.diag(Ai[:, 0] * w_ci)
         c_new = f * c + i * g
         dc_dh = c[:, None] * df_dh + g[:, None] * di_dh + i[:, None] * dg_dh
         dc_dc = np.diag(f) + c[:, None] * df_dc + g[:, None] * di_dc
-    o = _sigmoid(a_o + w_co * c_new)
+    o = stable_sigmoid(a_o + w_co * c_new)
     Ao = (o * (1 - o))[:, None]
     do_dh = Ao * (W_o + w_co[:, None] * dc_dh)
     do_dc = Ao * (w_co[:, None] * dc_dc)

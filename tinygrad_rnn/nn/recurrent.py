@@ -55,7 +55,6 @@ norms.
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Any
 
 import numpy as np
@@ -63,7 +62,8 @@ import numpy as np
 from .. import bptt
 from .. import functional as F
 from ..backend import get_array_module
-from ..engine import is_grad_enabled, record_scope
+from ..engine import record_scope
+from ..monitor import StateGradRecorder, StateGradRecording
 from ..ops.base import Context, Function
 from ..random import get_generator
 from ..creation import split, stack, where
@@ -79,84 +79,13 @@ from .layers import (
 from .module import Module, Parameter
 from .utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 
-__all__ = ["RNN", "GRU", "LSTM", "RNNBase", "StateGradRecorder"]
+__all__ = ["RNN", "GRU", "LSTM", "RNNBase"]
 
 _GRAD_FIELD = {
     "x": "dx", "h0": "dh0", "c0": "dc0", "weight_ih": "dweight_ih",
     "weight_hh": "dweight_hh", "bias_ih": "dbias_ih", "bias_hh": "dbias_hh",
     "weight_ch": "dweight_ch",
 }
-
-
-class StateGradRecorder:
-    """The per-step state gradients of ONE forward call of a recurrent layer: dL/dh_t (and
-    dL/dc_t) per (layer, direction), filled in during backward.
-
-    The graph of the call holds the record (the fused op's context, the autograd engine's
-    hooks), so a call that no backward pass reaches leaves nothing behind. When backward
-    writes into it, the record hands itself to its layer, which keeps it until its next
-    fresh start (see :attr:`RNNBase.state_grads`).
-
-    Attributes
-    ----------
-    grads : dict
-        ``(layer, direction) -> {'h': (T, N, H)[, 'c': (T, N, H)]}``.
-    index : int
-        The call's number among the layer's forward calls (call order).
-    steps : int
-        T, the call's number of time steps.
-    lengths : ndarray or None
-        The call's (N,) host ``lengths`` (None when every sequence ran all T steps).
-    writes : int
-        How many times backward wrote into the record.
-    """
-
-    def __init__(self, layer: Any, index: int, steps: int,
-                 lengths: np.ndarray | None) -> None:
-        self.grads: dict[tuple[int, int], dict[str, Any]] = {}
-        self.index = index
-        self.steps = steps
-        self.lengths = lengths
-        self.writes = 0
-        self._layer = weakref.ref(layer)  # weak: the layer keeps its records, no cycle
-        self._generation = -1  # the layer's record generation it was last handed to
-
-    def buffer(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
-               xp: Any) -> Any:
-        """The (T, N, H) buffer for ``key``/``name`` on ``xp``'s device, zeroed when first
-        asked for; a hook asks for it to write one step into it."""
-        self._written()
-        return self._slot(key, name, shape, dtype, xp)
-
-    def store(self, key: tuple[int, int], name: str, value: Any) -> None:
-        """Keep the whole (T, N, H) array the fused kernel computed."""
-        self._written()
-        self.grads.setdefault(key, {})[name] = value
-
-    def empty(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
-              xp: Any) -> None:
-        """Record the empty (0, N, H) arrays of a call with no step (no hook will ever
-        write, so the record is complete at once)."""
-        self._slot(key, name, shape, dtype, xp)
-        self._hand_to_layer()
-
-    def _slot(self, key: tuple[int, int], name: str, shape: tuple, dtype: Any,
-              xp: Any) -> Any:
-        slot = self.grads.setdefault(key, {})
-        if name not in slot:
-            slot[name] = xp.zeros(shape, dtype=dtype)
-        return slot[name]
-
-    def _written(self) -> None:
-        self.writes += 1
-        self._hand_to_layer()
-
-    def _hand_to_layer(self) -> None:
-        """Join the layer's current record, once per fresh start of it."""
-        layer = self._layer()
-        if layer is not None and self._generation != layer._state_grad_generation:
-            self._generation = layer._state_grad_generation
-            layer._keep_state_grad_record(self)
 
 
 class FusedRecurrent(Function):
@@ -166,7 +95,11 @@ class FusedRecurrent(Function):
 
     Tensor inputs, in order, named by ``names`` (a subset of x, h0, c0, weight_ih,
     weight_hh, bias_ih, bias_hh, weight_ch). Outputs: hs (T, N, H), h_n (N, H) and, for the
-    LSTM, c_n (N, H).
+    LSTM, c_n (N, H). ``mode`` is the cell ('RNN', 'GRU' or 'LSTM', torch's name for it) and
+    picks the kernel pair; ``options`` holds that cell's variant (``nonlinearity`` for the RNN,
+    ``reset`` for the GRU, ``coupled`` for the LSTM); ``recorder`` is the call's
+    :class:`~tinygrad_rnn.monitor.StateGradRecorder` (None when not tracking) and ``key`` its
+    (layer, direction).
     """
 
     @staticmethod
@@ -216,20 +149,6 @@ class FusedRecurrent(Function):
         return tuple(getattr(grads, _GRAD_FIELD[n]) for n in ctx.names)
 
 
-def _record_hook(recorder: StateGradRecorder, key: tuple, name: str, t: int,
-                 shape: tuple, dtype: Any, rows: Any = None) -> Any:
-    """A hook that writes the gradient it sees into the (T, N, H) buffer at step t; only the
-    batch rows selected by the boolean (N,) ``rows`` (on the gradient's device) when it is
-    given."""
-    def hook(grad: Any) -> None:
-        buf = recorder.buffer(key, name, shape, dtype, get_array_module(grad))
-        if rows is None:
-            buf[t] = grad
-        else:
-            buf[t][rows] = grad[rows]
-    return hook
-
-
 class RNNBase(Module):
     """Shared machinery of :class:`RNN`, :class:`GRU` and :class:`LSTM`."""
 
@@ -267,12 +186,12 @@ class RNNBase(Module):
         peephole, coupled = _flag(peephole, "peephole", name), _flag(coupled, "coupled", name)
         forget_bias = _finite(forget_bias, "forget_bias", name)
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
-        self.track_state_grads = False
-        # per-step state gradients (see state_grads): the records that backward reached since
-        # the last fresh start, which bumps the generation; _state_grad_calls numbers calls
-        self._state_grad_records: list[StateGradRecorder] = []
-        self._state_grad_calls = 0
-        self._state_grad_generation = 0
+        # per-step state gradients (track_state_grads, state_grads): the one hook point,
+        # recorded by tinygrad_rnn.monitor
+        kinds = ("h", "c") if self.mode == "LSTM" else ("h",)
+        self.state_grad_recording = StateGradRecording(name, [
+            (layer, direction, kind) for layer in range(num_layers)
+            for direction in range(2 if bidirectional else 1) for kind in kinds])
         self._rng = get_generator(generator)
         gates = {"RNN": 1, "GRU": 3, "LSTM": 3 if coupled else 4}[self.mode]
         peeps = (2 if coupled else 3) if peephole else 0
@@ -305,10 +224,10 @@ class RNNBase(Module):
     # ------------------------------------------------------------------ state gradients
     @property
     def state_grad_segments(self) -> list[StateGradRecorder]:
-        """The records (:class:`StateGradRecorder`, one per forward call) that make up
-        :attr:`state_grads`, in call order; each has its own ``grads``, ``steps`` and
-        ``lengths``."""
-        return list(self._state_grad_records)
+        """The records (:class:`~tinygrad_rnn.monitor.StateGradRecorder`, one per forward
+        call) that make up :attr:`state_grads`, in call order; each has its own ``grads``,
+        ``steps`` and ``lengths``."""
+        return self.state_grad_recording.segments
 
     @property
     def state_grads(self) -> dict:
@@ -318,45 +237,7 @@ class RNNBase(Module):
         along time in call order (T is the sum of their steps; see the module docstring);
         ``{}`` before a backward pass reached the layer, or when ``track_state_grads`` is
         off. Read-only."""
-        segments = self._state_grad_records
-        if len(segments) <= 1:
-            return segments[0].grads if segments else {}
-        sizes = [next(iter(r.grads.values()))["h"].shape[1] for r in segments]
-        if len(set(sizes)) > 1:
-            raise ValueError(
-                f"{type(self).__name__}.state_grads: the {len(segments)} forward calls since "
-                f"the last backward pass had batch sizes {sizes}, so their per-step gradients "
-                f"cannot be joined along time; read state_grad_segments (one record per call) "
-                f"instead"
-            )
-        joined: dict = {}
-        for key, slot in segments[0].grads.items():
-            joined[key] = {}
-            for name, first in slot.items():
-                xp = get_array_module(first)
-                joined[key][name] = xp.concatenate([r.grads[key][name] for r in segments],
-                                                   axis=0)
-        return joined
-
-    def _new_state_grad_record(self, steps: int,
-                               lengths: np.ndarray | None) -> StateGradRecorder | None:
-        """The record of this forward call, or None when nothing is to be recorded
-        (tracking off, or gradients disabled: then the records are left as they are)."""
-        if not (self.track_state_grads and is_grad_enabled()):
-            return None
-        if any(r.writes for r in self._state_grad_records):
-            # a backward pass ran since the calls recorded so far: this call starts afresh
-            self._state_grad_records = []
-            self._state_grad_generation += 1
-        record = StateGradRecorder(self, self._state_grad_calls, steps, lengths)
-        self._state_grad_calls += 1
-        return record
-
-    def _keep_state_grad_record(self, record: StateGradRecorder) -> None:
-        """Called by a record that backward has just reached (once per fresh start): keep
-        it, in call order."""
-        self._state_grad_records.append(record)
-        self._state_grad_records.sort(key=lambda r: r.index)
+        return self.state_grad_recording.joined()
 
     def _params(self, layer: int, direction: int) -> dict[str, Tensor]:
         sfx = f"_l{layer}" + ("_reverse" if direction else "")
@@ -371,11 +252,12 @@ class RNNBase(Module):
     def track_state_grads(self) -> bool:
         """Record dL/dh_t per step in :attr:`state_grads` (a bool; see the module
         docstring)."""
-        return self._track_state_grads
+        return self.state_grad_recording.track
 
     @track_state_grads.setter
     def track_state_grads(self, value: bool) -> None:
-        self._track_state_grads = _flag(value, "track_state_grads", type(self).__name__)
+        self.state_grad_recording.track = _flag(value, "track_state_grads",
+                                                type(self).__name__)
 
     def _check_input(self, x: Tensor) -> tuple[Tensor, bool]:
         name = type(self).__name__
@@ -480,7 +362,7 @@ class RNNBase(Module):
         else:
             h0_all = self._initial(hx, x, unbatched, "hx")
             c0_all = None
-        recorder = self._new_state_grad_record(T, lens)
+        recorder = self.state_grad_recording.start_call(T, lens)
 
         layer_input = x
         h_n, c_n = [], []
@@ -584,16 +466,16 @@ class RNNBase(Module):
                     h, c = h_new, c_new
                     outs[t] = h
                 if recorder is not None and h.requires_grad:
-                    h.register_hook(_record_hook(recorder, key, "h", t, (T, N, H), h.dtype))
+                    h.register_hook(recorder.hook(key, "h", t, (T, N, H), h.dtype))
                     if c is not None and valid is None:
-                        c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype))
+                        c.register_hook(recorder.hook(key, "c", t, (T, N, H), c.dtype))
                     elif c is not None:
                         # h_t is computed from c_new, not from the masked c, so the total
                         # dL/dc_t of a valid row reaches c_new; a padded row's only reaches c
-                        c_new.register_hook(_record_hook(recorder, key, "c", t, (T, N, H),
-                                                         c.dtype, rows=valid[t]))
-                        c.register_hook(_record_hook(recorder, key, "c", t, (T, N, H), c.dtype,
-                                                     rows=~valid[t]))
+                        c_new.register_hook(recorder.hook(key, "c", t, (T, N, H), c.dtype,
+                                                          rows=valid[t]))
+                        c.register_hook(recorder.hook(key, "c", t, (T, N, H), c.dtype,
+                                                      rows=~valid[t]))
         if T == 0:
             hs = Tensor(xp.zeros((0, N, H), dtype=x.dtype))
             h = h0 * 1.0
