@@ -964,6 +964,44 @@ def _ref_layer_norm(x: np.ndarray, *params: np.ndarray, normalized_ndim: int, ep
     return y
 
 
+# ------------------------------------------------------------------------------ conv1d
+@st.composite
+def _conv1d_cases(draw: Any) -> Case:
+    """x (N, C_in, L), weight (C_out, C_in, K) and maybe a bias, with stride, dilation and
+    (left, right) zero padding (unequal too, as a causal convolution pads) leaving at least
+    one output step (docs/sequence_models.md, (CV1))."""
+    n, c_in, c_out = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    k, stride, dilation = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(
+        st.integers(1, 2))
+    left, right = draw(st.integers(0, 3)), draw(st.integers(0, 2))
+    length = draw(st.integers(max(1, dilation * (k - 1) + 1 - left - right), 7))
+    inputs = [draw(reals((n, c_in, length))), draw(reals((c_out, c_in, k)))]
+    has_bias = draw(st.booleans())
+    if has_bias:
+        inputs.append(draw(reals((c_out,))))
+    return Case(tuple(inputs), {"stride": stride, "padding": (left, right),
+                                "dilation": dilation})
+
+
+def _conv1d(x: Tensor, w: Tensor, *bias: Tensor, stride: int, padding: tuple,
+            dilation: int) -> Tensor:
+    return NF.conv1d_padded(x, w, bias[0] if bias else None, stride, padding[0], padding[1],
+                            dilation)
+
+
+def _ref_conv1d(x: np.ndarray, w: np.ndarray, *bias: np.ndarray, stride: int, padding: tuple,
+                dilation: int) -> np.ndarray:
+    """(CV1) as a plain sum over output steps and taps (the reference, not the GEMM)."""
+    x_pad = np.pad(x, ((0, 0), (0, 0), padding))
+    k = w.shape[2]
+    out_len = (x_pad.shape[2] - dilation * (k - 1) - 1) // stride + 1
+    y = np.zeros((x.shape[0], w.shape[0], out_len))
+    for step in range(out_len):
+        for tap in range(k):
+            y[:, :, step] += x_pad[:, :, step * stride + tap * dilation] @ w[:, :, tap].T
+    return y + (bias[0][:, None] if bias else 0.0)
+
+
 # ------------------------------------------------------------------------------ the registry
 def _unary(name: str, fn: Callable, ref: Callable, values: Callable, functions: tuple,
            examples: tuple = ()) -> OpInfo:
@@ -1105,6 +1143,13 @@ REGISTRY: tuple[OpInfo, ...] = (
                # one entry per row: x_hat is exactly 0, and so is the gradient of x
                Case((np.array([[1.5], [-2.0]]),), {"normalized_ndim": 1, "eps": 1e-5,
                                                    "has_weight": False, "has_bias": False}),
+           )),
+    # convolution
+    OpInfo("conv1d", _conv1d, _ref_conv1d, _conv1d_cases(), (ops.Conv1d,),
+           examples=(
+               # one output step from a window that is all padding on the left
+               Case((np.array([[[0.5, -1.0]]]), np.array([[[2.0, -0.5, 1.5]]])),
+                    {"stride": 2, "padding": (2, 0), "dilation": 1}),
            )),
     # losses (torch.nn.functional signatures)
     OpInfo("cross_entropy", _cross_entropy, _ref_cross_entropy, _cross_entropy_cases(),

@@ -493,6 +493,25 @@ def _layer_norm(rng: np.random.Generator) -> Problem:
     return Problem(fn, tuple(inputs))
 
 
+def _conv1d(rng: np.random.Generator) -> Problem:
+    """x (N, C_in, L), weight (C_out, C_in, K), maybe a bias; stride 1-3, dilation 1-2 and
+    zero padding (left, right), unequal too (a causal convolution's)."""
+    n, c_in, c_out = (int(v) for v in rng.integers(1, 4, size=3))
+    k, stride, dilation = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(
+        rng.integers(1, 3))
+    left, right = int(rng.integers(0, 4)), int(rng.integers(0, 3))
+    length = int(rng.integers(max(1, dilation * (k - 1) + 1 - left - right), 8))
+    inputs = [_leaf(_reals(rng, (n, c_in, length))), _leaf(_reals(rng, (c_out, c_in, k)))]
+    if rng.random() < 0.7:
+        inputs.append(_leaf(_reals(rng, (c_out,))))
+
+    def fn(x: Tensor, w: Tensor, *bias: Tensor) -> Tensor:
+        return NF.conv1d_padded(x, w, bias[0] if bias else None, stride, left, right,
+                                dilation)
+
+    return Problem(fn, tuple(inputs))
+
+
 # ------------------------------------------------------------------- cells and layers
 def _module_problem(module: Any, fn: Callable[..., Any], inputs: tuple) -> Problem:
     return Problem(fn, inputs, tuple(module.named_parameters()))
@@ -640,6 +659,8 @@ SUITE: tuple[SuiteEntry, ...] = (
     _op("bce_with_logits", _bce_with_logits, "weight and pos_weight"),
     # normalization
     _op("layer_norm", _layer_norm, "layer_norm over 1-2 trailing axes, weight/bias or not"),
+    # convolution
+    _op("conv1d", _conv1d, "conv1d: stride, dilation, left/right zero padding, bias or not"),
     # recurrent cells (autograd path), inputs, states and every parameter
     SuiteEntry("rnn_cell_tanh", "cell", _rnn_cell("tanh"), "RNNCell, tanh"),
     SuiteEntry("rnn_cell_relu", "cell", _rnn_cell("relu"), "RNNCell, relu, away from 0"),

@@ -18,6 +18,8 @@ from .layers import (
 from .losses import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import IncompatibleKeys, Module, Parameter, RemovableHandle
 from .normalization import LayerNorm
+from .conv import CausalConv1d, Conv1d
+from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
 __all__ = [
     "Module", "Parameter", "IncompatibleKeys", "RemovableHandle", "Linear", "Embedding",
@@ -26,7 +28,8 @@ __all__ = [
     "Softmax", "LogSoftmax", "GELU", "LeakyReLU", "Softplus", "LogSigmoid", "ELU", "SiLU",
     "Flatten", "Unflatten",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss",
-    "LayerNorm",
+    "LayerNorm", "Conv1d", "CausalConv1d", "SinusoidalPositionalEncoding",
+    "LearnedPositionalEncoding",
 ]
 
 # Recurrent cells and layers (attention comes with the encoder-decoder work)

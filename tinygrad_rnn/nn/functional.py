@@ -36,6 +36,7 @@ import numpy as np
 from .. import functional as _core
 from ..backend import device_of, get_array_module, to_device
 from ..ops.base import Context, Function
+from ..ops.conv import Conv1d
 from ..ops.losses import _check_reduction
 from ..ops.normalization import LayerNorm
 from ..creation import cat
@@ -45,7 +46,7 @@ __all__ = [
     "relu", "relu_", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "embedding",
     "linear", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "pad", "one_hot", "normalize", "gelu", "leaky_relu",
-    "softplus", "logsigmoid", "elu", "silu", "layer_norm",
+    "softplus", "logsigmoid", "elu", "silu", "layer_norm", "conv1d",
 ]
 
 #: the padding modes of :func:`pad`
@@ -488,6 +489,85 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         params.append(p)
     return LayerNorm.apply(x, *params, normalized_ndim=k, eps=eps,
                            has_weight=weight is not None, has_bias=bias is not None)
+
+
+# ------------------------------------------------------------------------------ convolution
+def conv_int(fn: str, name: str, value: Any, minimum: int) -> int:
+    """A convolution size argument (``stride``, ``dilation``, ``kernel_size``): an int or a
+    1-tuple of one (torch's forms for one dimension), >= ``minimum``; errors name ``fn``."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 1:
+            raise ValueError(f"{fn}: {name} must be an int or a tuple of one int for a 1-D "
+                             f"convolution, got {value!r}")
+        value = value[0]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{fn}: {name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{fn}: {name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def conv_padding(fn: str, padding: Any, kernel_size: int, stride: int,
+                 dilation: int) -> tuple[int, int]:
+    """torch's ``padding`` of a 1-D convolution as (left, right) zero counts: an int p (or
+    (p,)) is (p, p); ``'valid'`` is (0, 0); ``'same'`` pads d (K - 1) in all, the odd one
+    on the right, so the output is as long as the input (stride 1 only, as in torch)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return 0, 0
+        if padding == "same":
+            if stride != 1:
+                raise ValueError(f"{fn}: padding='same' is not supported for strided "
+                                 f"convolutions (stride={stride}), as in torch; give the "
+                                 f"padding as an int")
+            total = dilation * (kernel_size - 1)
+            return total // 2, total - total // 2
+        raise ValueError(f"{fn}: padding must be an int, 'same' or 'valid', got {padding!r}")
+    p = conv_int(fn, "padding", padding, 0)
+    return p, p
+
+
+def conv1d_padded(input: Tensor, weight: Tensor, bias: Tensor | None, stride: int,
+                  left: int, right: int, dilation: int) -> Tensor:
+    """The one call of :class:`tinygrad_rnn.ops.Conv1d` behind :func:`conv1d`,
+    :class:`~tinygrad_rnn.nn.Conv1d` and :class:`~tinygrad_rnn.nn.CausalConv1d`: zeros
+    padded ``left`` and ``right`` (which may differ: a causal convolution pads only on the
+    left); an unbatched input (C_in, L) gives an unbatched output (C_out, L_out)."""
+    x = _tensor("conv1d", "input", input)
+    w = _tensor("conv1d", "weight", weight)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"conv1d: expected input of shape (N, C_in, L) or (C_in, L) "
+                         f"(unbatched), got shape {x.shape}")
+    unbatched = x.ndim == 2
+    if unbatched:
+        x = x.reshape(1, *x.shape)
+    params = (w,) if bias is None else (w, _tensor("conv1d", "bias", bias))
+    y = Conv1d.apply(x, *params, stride=stride, padding=(left, right), dilation=dilation,
+                     has_bias=bias is not None)
+    return y.reshape(*y.shape[1:]) if unbatched else y
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution (a cross-correlation, as torch's) of ``input`` (N, C_in, L) or
+    (C_in, L) with ``weight`` (C_out, C_in, K), plus ``bias`` (C_out,).
+
+    One primitive, :class:`tinygrad_rnn.ops.Conv1d`: a GEMM over the unfolded windows and the
+    hand-written backward of docs/sequence_models.md, (CV1)-(CV7). ``padding`` is an int,
+    ``'same'`` or ``'valid'``; ``groups`` other than 1 is a NotImplementedError."""
+    fn = "conv1d"
+    if groups != 1:
+        raise NotImplementedError(f"{fn}: groups={groups!r} is not supported by tinygrad_rnn "
+                                  f"(only groups=1, every output channel reads every input "
+                                  f"channel)")
+    w = _tensor(fn, "weight", weight)
+    if w.ndim != 3:
+        raise ValueError(f"{fn}: expected weight of shape (C_out, C_in, kernel_size), got "
+                         f"{w.shape}")
+    stride = conv_int(fn, "stride", stride, 1)
+    dilation = conv_int(fn, "dilation", dilation, 1)
+    left, right = conv_padding(fn, padding, w.shape[2], stride, dilation)
+    return conv1d_padded(input, w, bias, stride, left, right, dilation)
 
 
 # ------------------------------------------------------------------------------ losses

@@ -2,6 +2,7 @@
 from .activations import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, stable_sigmoid
 from .base import Context, Function, sum_to_shape
 from .conversion import Cast, Copy, ToDevice
+from .conv import Conv1d
 from .elementwise import (
     Abs, Add, Clip, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, Sqrt, Sub, broadcast_shape,
 )
@@ -26,5 +27,5 @@ __all__ = [
     "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
     "Norm", "BinaryCrossEntropy", "PlainCrossEntropy",
-    "LayerNorm", "Copy", "ToDevice", "Cast",
+    "LayerNorm", "Copy", "ToDevice", "Cast", "Conv1d",
 ]
