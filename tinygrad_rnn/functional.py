@@ -186,7 +186,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
     """
     x, weight, bias = _check_linear(x, weight, bias)
     w_t = ops.Transpose.apply(weight, axes=(1, 0)) if weight.ndim == 2 else weight
-    y = ops.MatMul.apply(x, w_t)  # (*, out_features)
+    y = ops.MatMul.apply(x, w_t)  # (*, out_features); its backward is (BC6), (B1)
     return y if bias is None else y + bias
 
 

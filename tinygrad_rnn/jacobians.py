@@ -44,7 +44,7 @@ def _diag(d: Any) -> Any:
     """(..., n) -> (..., n, n) with d on the diagonal."""
     xp = get_array_module(d)
     n = d.shape[-1]
-    return d[..., :, None] * xp.eye(n, dtype=d.dtype)
+    return d[..., :, None] * xp.eye(n, dtype=d.dtype)  # (AC1) J = diag(phi'(x))
 
 
 def softmax(y: Any) -> Any:
@@ -56,7 +56,7 @@ def softmax(y: Any) -> Any:
     unchanged by adding a constant to the logits since y is.
     """
     y = _last_axis(y, "softmax")
-    return _diag(y) - y[..., :, None] * y[..., None, :]
+    return _diag(y) - y[..., :, None] * y[..., None, :]  # (SM4), (A8)
 
 
 def log_softmax(y: Any) -> Any:
@@ -68,7 +68,7 @@ def log_softmax(y: Any) -> Any:
     xp = get_array_module(y)
     p = xp.exp(y)
     n = y.shape[-1]
-    return xp.eye(n, dtype=y.dtype) - xp.ones_like(y)[..., :, None] * p[..., None, :]
+    return xp.eye(n, dtype=y.dtype) - xp.ones_like(y)[..., :, None] * p[..., None, :]  # (SM7)
 
 
 def tanh(y: Any) -> Any:
@@ -119,6 +119,7 @@ def layer_norm(x: Any, eps: float = 1e-5, weight: Any = None) -> Any:
     sigma = xp.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
     x_hat = (x - mu) / sigma
     eye = xp.eye(n, dtype=x.dtype)
+    # (LN6) dmu/dx_j = 1/M, dsigma/dx_j = x_hat_j / M, put into dx_hat_i/dx_j: (LN7)
     jac = (eye - 1.0 / n - x_hat[..., :, None] * x_hat[..., None, :] / n) / sigma[..., None]
     if weight is not None:
         w = _raw(weight, "jacobians.layer_norm", "weight")

@@ -511,7 +511,7 @@ def spectral_radius(W: Any) -> float:
     is on a device: general eigenvalue solvers are not in every CuPy release). A stacked
     gate weight (GRU, LSTM) is refused: pass one gate's H x H block."""
     W = _matrix(W, "spectral_radius", square=True)
-    return float(np.max(np.abs(np.linalg.eigvals(W))))
+    return float(np.max(np.abs(np.linalg.eigvals(W))))  # rho(W) of (VG6)
 
 
 def singular_values(W: Any) -> np.ndarray:
@@ -535,7 +535,7 @@ def pascanu_bound(W_hh: Any, distances: Iterable[int], gamma: float = 1.0) -> np
     if not gamma > 0:
         raise ValueError(f"{where}: gamma bounds |f'| and must be > 0, got {gamma!r}")
     s = float(np.linalg.svd(W, compute_uv=False)[0])
-    return (gamma * s) ** d
+    return (gamma * s) ** d  # (VG5)
 
 
 def _distances(distances: Any, where: str) -> np.ndarray:
@@ -616,14 +616,14 @@ def step_jacobians(module: Any, x: Any, h0: Any = None, c0: Any = None,
         xw = W_ih @ xs[t] + b_ih
         hw = W_hh @ h + b_hh
         if mode == "RNN":
-            a = xw + hw
+            a = xw + hw  # (VG1)
             if opts["nonlinearity"] == "tanh":
                 h_new = np.tanh(a)
                 d = 1 - h_new ** 2
             else:
                 h_new = np.maximum(a, 0)
                 d = (a > 0).astype(np.float64)
-            out.append(d[:, None] * W_hh)
+            out.append(d[:, None] * W_hh)  # (VG2) J_t = diag(f'(a_t)) W_hh
             h = h_new
         elif mode == "GRU":
             J, h = _gru_jacobian(xw, h, W_hh, b_hh, opts["reset"])
@@ -673,7 +673,7 @@ def _gru_jacobian(xw: np.ndarray, h: np.ndarray, W_hh: np.ndarray, b_hh: np.ndar
     else:
         n = np.tanh(xn + W_hn @ (r * h) + b_hn)
         dn = (1 - n ** 2)[:, None] * (W_hn @ (np.diag(r) + h[:, None] * dr))
-    J = np.diag(z) + (1 - z)[:, None] * dn + (h - n)[:, None] * dz
+    J = np.diag(z) + (1 - z)[:, None] * dn + (h - n)[:, None] * dz  # (VG7)
     return J, (1 - z) * n + z * h
 
 
@@ -708,7 +708,7 @@ def _lstm_jacobian(xw: np.ndarray, h: np.ndarray, c: np.ndarray, W_hh: np.ndarra
         di_dh, di_dc = Ai * W_i, np.diag(Ai[:, 0] * w_ci)
         c_new = f * c + i * g
         dc_dh = c[:, None] * df_dh + g[:, None] * di_dh + i[:, None] * dg_dh
-        dc_dc = np.diag(f) + c[:, None] * df_dc + g[:, None] * di_dc
+        dc_dc = np.diag(f) + c[:, None] * df_dc + g[:, None] * di_dc  # (VG9): diag(f) + peepholes
     o = stable_sigmoid(a_o + w_co * c_new)
     Ao = (o * (1 - o))[:, None]
     do_dh = Ao * (W_o + w_co[:, None] * dc_dh)
@@ -717,7 +717,7 @@ def _lstm_jacobian(xw: np.ndarray, h: np.ndarray, c: np.ndarray, W_hh: np.ndarra
     k = (o * (1 - tc ** 2))[:, None]
     dh_dh = tc[:, None] * do_dh + k * dc_dh
     dh_dc = tc[:, None] * do_dc + k * dc_dc
-    J = np.block([[dh_dh, dh_dc], [dc_dh, dc_dc]])
+    J = np.block([[dh_dh, dh_dc], [dc_dh, dc_dc]])  # (VG8)
     return J, o * tc, c_new
 
 
@@ -771,7 +771,8 @@ def jacobian_products(jacobians: list[np.ndarray], ord: Any = 2) -> np.ndarray:
     norms = np.empty(T + 1)
     norms[T] = np.linalg.norm(P, ord)
     for t in range(T - 1, -1, -1):
-        P = P @ jacobians[t]  # dS_T/dS_t = (dS_T/dS_{t+1}) J_{t+1}; jacobians[t] = J_{t+1}
+        # (VG3), (V1): dS_T/dS_t = (dS_T/dS_{t+1}) J_{t+1}; jacobians[t] = J_{t+1}
+        P = P @ jacobians[t]
         norms[t] = np.linalg.norm(P, ord)
     return norms
 
@@ -810,7 +811,7 @@ def fit_decay_rate(norms: Any, distances: Any = None) -> float:
     if used.size < 2:
         raise ValueError(f"fit_decay_rate: the positive, finite norms all sit at distance "
                          f"{used[0]:g}; a rate needs norms at two distinct distances")
-    slope = np.polyfit(d[keep], np.log(y[keep]), 1)[0]
+    slope = np.polyfit(d[keep], np.log(y[keep]), 1)[0]  # (VG10) beta_hat
     return float(np.exp(slope))
 
 
@@ -845,6 +846,6 @@ def gradient_horizon(norms: Any, fraction: float = 1e-2) -> int:
                          f"trailing NaN padding is allowed")
     ref = y[-1]
     for d in range(1, y.size):
-        if y[-1 - d] < fraction * ref:
+        if y[-1 - d] < fraction * ref:  # (VG11)
             return d
     return int(y.size)

@@ -97,7 +97,7 @@ def williams_peng(k1: int, k2: int) -> Truncation:
 
 def full(T: int) -> Truncation:
     """Full BPTT over a sequence of T steps (one window)."""
-    return Truncation(max(T, 1), max(T, 1))
+    return Truncation(max(T, 1), max(T, 1))  # (TB7) k1 = k2 = T: full BPTT
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,10 @@ def windows(T: int, schedule: Truncation) -> list[Window]:
     prev = 0
     for j, stop in enumerate(stops):
         # the window reaches k2 - k1 steps behind its loss range, whose nominal length is k1
-        start = max(0, prev + k1 - k2)
+        start = max(0, prev + k1 - k2)                                       # (TB3) s_j
         carry = max(0, stop + k1 - k2) if j + 1 < len(stops) else None
-        out.append(Window(start=start, loss_start=prev, stop=stop, carry=carry))
-        prev = stop
+        out.append(Window(start=start, loss_start=prev, stop=stop, carry=carry))  # (TB3)
+        prev = stop  # a_{j+1} = b_j: the loss ranges partition [0, T) (TB4)
     return out
 
 
@@ -205,12 +205,12 @@ def run_truncated(forward: Callable[[Tensor, Any], tuple], x: Tensor, schedule: 
         elif next_carry is None:  # carry == start: the next window starts where this one did
             next_carry = detach_state(state_in)
         loss_outputs = _gather(outputs_parts, w.loss_start, w.stop, time_axis)
-        loss = loss_fn(loss_outputs, w.loss_start, w.stop)
+        loss = loss_fn(loss_outputs, w.loss_start, w.stop)  # the window's terms of L (TB1)
         if not isinstance(loss, Tensor):
             raise TypeError(f"run_truncated: loss_fn must return the window's loss as a Tensor "
                             f"(one number, with its graph), got {type(loss).__name__}")
         if loss.requires_grad:
-            loss.backward()
+            loss.backward()  # (TB6) g_j, back to the detached state at s_j
         losses.append(float(loss.item()))
         if on_window is not None:
             on_window(w, loss)
@@ -295,13 +295,14 @@ def truncation_bias(forward: Callable[[Tensor, Any], tuple], x: Tensor,
     saved = [p.grad for p in params]
     T = x.shape[time_axis]
     try:
-        g_full = _gradient_vector(forward, x, full(T), loss_fn, params, state, time_axis)
+        g_full = _gradient_vector(forward, x, full(T), loss_fn, params, state, time_axis)  # (TB2)
         n_full = float(np.linalg.norm(g_full))
         out = []
         for k in ks:
             schedule = k if isinstance(k, Truncation) else chunked(k)
             g = _gradient_vector(forward, x, schedule, loss_fn, params, state, time_axis)
             n_g = float(np.linalg.norm(g))
+            # (TB8) is g - g_full; (TB9) its relative size and the cosine
             rel = float(np.linalg.norm(g - g_full)) / n_full if n_full > 0 else float("nan")
             if n_full > 0 and n_g > 0:
                 cos = float(np.clip(np.dot(g, g_full) / (n_g * n_full), -1.0, 1.0))

@@ -137,7 +137,7 @@ def state_slots(T: int, reverse: bool) -> StateSlots:
 
 def forward_order(T: int, reverse: bool) -> range:
     """Time indices in the order the forward pass visits them."""
-    return range(T - 1, -1, -1) if reverse else range(T)
+    return range(T - 1, -1, -1) if reverse else range(T)  # (M3) reverse: T-1, ..., 0
 
 
 def backward_order(T: int, reverse: bool) -> range:
@@ -170,7 +170,7 @@ def combined_bias(bias_ih: Array | None, bias_hh: Array | None) -> Array | None:
         return None if bias_hh is None else bias_hh
     if bias_hh is None:
         return bias_ih
-    return bias_ih + bias_hh
+    return bias_ih + bias_hh  # (P1) b = b_ih + b_hh
 
 
 def zeros_or_copy(g: Array | None, shape: tuple[int, ...], dtype: Any, xp: Any) -> Array:

@@ -99,7 +99,7 @@ def rnn_step_forward(
     """
     checks.rnn_step_forward(x_t, h_prev, weight_ih, weight_hh, bias_ih, bias_hh, nonlinearity)
     xp = get_array_module(x_t, h_prev, weight_ih, weight_hh)
-    a_t = x_t @ weight_ih.T + h_prev @ weight_hh.T                    # (E1)  (N, H)
+    a_t = x_t @ weight_ih.T + h_prev @ weight_hh.T                    # (E1), (VG1) (N, H)
     if bias_ih is not None:
         a_t = a_t + bias_ih
     if bias_hh is not None:
@@ -263,7 +263,7 @@ def rnn_forward(
         else:
             xp.maximum(a_t, 0, out=h_t)                              # (E2)
         if mask is not None:
-            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry the state
+            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # (M1) padded: carry h
 
     out_states = slots.out_all(states, T)
     hs = select_valid(out_states, mask)                          # padded outputs: 0
@@ -341,7 +341,7 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
         if mask is not None:
             xp.copyto(carried, dh_t, where=mask.invalid[t])          # padded: pass through
 
-    da2 = da.reshape(T * N, H)
+    da2 = da.reshape(T * N, H)                  # (B4) the T steps stacked: one GEMM each
     dweight_ih = xp.matmul(da2.T, x.reshape(T * N, D))                              # (E7)
     dweight_hh = xp.matmul(da2.T, slots.prev_all(states, T).reshape(T * N, H))      # (E7)
     dx = xp.matmul(da2, cache.weight_ih).reshape(T, N, D) if input_grad else None   # (E6)

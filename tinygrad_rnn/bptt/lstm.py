@@ -186,7 +186,7 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     if dc_t is None:
         dc_t = xp.zeros_like(c.c_t)
 
-    da_o = dh_t * c.tanh_c * o_t * (1 - o_t)                                 # (L8)
+    da_o = dh_t * c.tanh_c * o_t * (1 - o_t)                                 # (L8), (B2)
     dc = dc_t + dh_t * o_t * (1 - c.tanh_c * c.tanh_c)                       # (L9)
     if peep is not None:
         dc = dc + da_o * peep[-H:]                                           # (L9) w_co
@@ -200,7 +200,7 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
         da_f = dc * c.c_prev * f_t * (1 - f_t)                               # (L10)
         da_g = da_g_common * i_t                                             # (L10)
         da = xp.concatenate([da_i, da_f, da_g, da_o], axis=1)  # (N, 4H) rows i, f, g, o
-    dc_prev = dc * f_t                                                       # (L11)
+    dc_prev = dc * f_t                                                       # (L11), (V2)
     dweight_ch = None
     if peep is not None:
         w_cf = peep[-2 * H:-H]
@@ -349,11 +349,11 @@ def lstm_forward(
     w_ih_o = _to_internal_order(weight_ih, H, xp)
     w_hh_o = _to_internal_order(weight_hh, H, xp)
     scale = xp.ones((G * H, 1), dtype=dtype)
-    scale[:n_sig] = 0.5
+    scale[:n_sig] = 0.5                         # (S2) the sigmoid rows halved, exactly
     w_ih_s = w_ih_o * scale
     w_hh_s = w_hh_o * scale                               # (G*H, H)
 
-    # (L1)-(L5), input half, for all T steps in one GEMM: (T*N, D) @ (D, G*H)
+    # (P1), the input half of (L1)-(L5), for all T steps in one GEMM: (T*N, D) @ (D, G*H)
     gates = xp.matmul(x.reshape(T * N, D), w_ih_s.T).reshape(T, N, G * H)
     bias = combined_bias(bias_ih, bias_hh)
     if bias is not None:
@@ -409,7 +409,7 @@ def lstm_forward(
         xp.tanh(c_t, out=tanh_c)
         xp.multiply(o, tanh_c, out=h_t)                                  # (L6)
         if mask is not None:
-            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry h and c
+            xp.copyto(h_t, h_prev, where=mask.invalid[t])            # (M1) padded: carry h, c
             xp.copyto(c_t, c_prev, where=mask.invalid[t])
 
     out_states = slots.out_all(h_states, T)
@@ -567,9 +567,9 @@ def lstm_backward(
                     dc_carried += peep_tmp[:, j]                         # (L11) peepholes
             xp.matmul(k[t], w_hh_o, out=dh_carried)                      # (L12)
             if mask is not None:
-                xp.copyto(dh_carried, dh_t, where=mask.invalid[ts])      # padded: pass through
+                xp.copyto(dh_carried, dh_t, where=mask.invalid[ts])      # (M2) padded: pass on
 
-    da2 = da.reshape(T * N, G * H)
+    da2 = da.reshape(T * N, G * H)              # (B4) the T steps stacked: one GEMM each
     dweight_ih = _to_torch_order(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)             # (L13)
     h_prev2 = slots.prev_all(c.h_states, T).reshape(T * N, H)
     dweight_hh = _to_torch_order(xp.matmul(da2.T, h_prev2), H, xp)                         # (L13)

@@ -74,7 +74,7 @@ def elman_backward_reference(dhs: Array | None, dh_n: Array | None, caches: list
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried)
         dh_t = dy_t + carried                           # (E3) loss at t + carried from t+1
         steps[t] = rnn_step_backward(dh_t, caches[t])   # (E4)-(E7), one step
-        carried = steps[t].dh_prev                      # (E5) what step t sends to t-1
+        carried = steps[t].dh_prev                      # (E5) what step t sends to t-1; (VG4)
         dh_all[t], dx[t] = dh_t, steps[t].dx_t
     return RNNGrads(xp.stack(dx), carried,
                     _sum_steps(steps, "dweight_ih"), _sum_steps(steps, "dweight_hh"),  # (E7)

@@ -72,7 +72,7 @@ def dot_scores(q: Tensor, k: Tensor) -> Tensor:
 
     The query and key sizes must be equal (docs/attention.md, eqs. A3-A4).
     """
-    return q @ k.swapaxes(-1, -2)
+    return q @ k.swapaxes(-1, -2)  # S = Q K^T; its backward (A4) by autograd
 
 
 def scaled_dot_scores(q: Tensor, k: Tensor) -> Tensor:
@@ -188,7 +188,7 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
                 f"{who}: key_padding_mask of shape {pad.shape} does not match keys of batch "
                 f"{n} and length {tk}; expected shape {(n, tk)}"
             )
-        keep = ~pad[:, None, :]                                         # (N, 1, Tk)
+        keep = ~pad[:, None, :]                                 # (A1) (N, 1, Tk)
     if attn_mask is not None:
         am = _as_array(attn_mask, xp, who, "attn_mask")
         if am.dtype != bool:
@@ -202,7 +202,7 @@ def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask:
         keep = allowed if keep is None else keep & allowed
     if causal:
         lower = xp.tril(xp.ones((tq, tk), dtype=bool))                  # j <= i
-        keep = lower if keep is None else keep & lower
+        keep = lower if keep is None else keep & lower                  # (A1)
     if keep is None:
         return None
     return xp.broadcast_to(keep, (n,) + keep.shape[-2:]) if keep.ndim == 2 else keep
@@ -675,12 +675,13 @@ class MultiheadAttention(Module):
             wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
         else:
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        # (A12); their backward, by autograd, is (A15)
         return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
 
     def _heads(self, x: Tensor) -> Tensor:
         """(N, T, E) -> (N, h, T, d)."""
         n, t = x.shape[0], x.shape[1]
-        return x.reshape(n, t, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)
+        return x.reshape(n, t, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)  # (A13)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
         """Validate shapes; returns whether the inputs are batched (3-D)."""
@@ -813,12 +814,12 @@ class MultiheadAttention(Module):
         if self.add_zero_attn:
             zero = Tensor._wrap(xp.zeros((n, self.num_heads, 1, self.head_dim), k.dtype))
             k, v = cat([k, zero], axis=2), cat([v, zero], axis=2)
-        s = scaled_dot_scores(q, k)                                     # (N, h, L, S')
+        s = scaled_dot_scores(q, k)                                     # (A14) (N, h, L, S')
         if add is not None:
             s = s + Tensor._wrap(add)
         o, weights = attend(s, v, keep, self.dropout, self.training, self._generator)
         o = o.transpose(0, 2, 1, 3).reshape(n, tgt, self.embed_dim)     # (N, L, E)
-        out = self.out_proj(o)
+        out = self.out_proj(o)                                          # (A14) [O_1..O_h] W_o^T
         if not batched:
             out = out.squeeze(0)
         elif not self.batch_first:

@@ -366,9 +366,11 @@ class TransformerEncoderLayer(_Sublayers):
             who, x, n, s, s, attn.num_heads, src_mask, "src_mask", src_key_padding_mask,
             "src_key_padding_mask")
         if self.norm_first:
+            # (A16) pre-norm
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             x = x + self._ff_block(self.norm2(x))
         else:
+            # (A16) post-norm
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
         return x

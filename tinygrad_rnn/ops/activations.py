@@ -24,7 +24,7 @@ class ReLU(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         (y,) = ctx.saved_arrays
-        return g * (y > 0).astype(g.dtype)
+        return g * (y > 0).astype(g.dtype)  # (AC7): (AC2) with relu' = 1[y > 0]
 
 
 class Tanh(Function):
@@ -41,7 +41,7 @@ class Tanh(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         (y,) = ctx.saved_arrays
-        return g * (1 - y * y)
+        return g * (1 - y * y)  # (AC3): (AC2) with tanh' = 1 - y^2
 
 
 def stable_sigmoid(x: Any) -> Any:
@@ -54,7 +54,7 @@ def stable_sigmoid(x: Any) -> Any:
     xp = get_array_module(x)
     e = xp.exp(-xp.abs(x))
     inv = 1 / (1 + e)
-    return xp.where(x >= 0, inv, e * inv)
+    return xp.where(x >= 0, inv, e * inv)  # (AC5)
 
 
 # The sigmoid family: stable_sigmoid above (the exp form, for the Sigmoid op and the autograd
@@ -74,7 +74,7 @@ def tanh_sigmoid(a: Any, xp: Any = None) -> Any:
     out = xp.multiply(a, 0.5)
     xp.tanh(out, out=out)
     out *= 0.5
-    out += 0.5
+    out += 0.5  # (S1): (AC6) read backwards, sigma(a) = (tanh(a / 2) + 1) / 2
     return out
 
 
@@ -86,7 +86,7 @@ def tanh_half_to_sigmoid_(t: Any) -> Any:
     ``tanh`` gate together and only this step remains for the sigmoid block.
     """
     t *= 0.5
-    t += 0.5
+    t += 0.5  # (S1) on rows pre-scaled by 0.5 (S2)
     return t
 
 
@@ -105,7 +105,7 @@ class Sigmoid(Function):
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
         (y,) = ctx.saved_arrays
-        return g * y * (1 - y)
+        return g * y * (1 - y)  # (AC4): (AC2) with sigma' = y (1 - y)
 
 
 def _mask_dtype_error(op: str, mask: Any, x_shape: tuple) -> TypeError:
@@ -183,14 +183,14 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
-        shifted, valid = _masked_shift(x, axis, mask)
+        shifted, valid = _masked_shift(x, axis, mask)  # x - m: (SM3), harmless by (SM2)
         e = xp.exp(shifted)
         if valid is not None:
             e = xp.where(valid, e, xp.zeros((), dtype=x.dtype))
         s = xp.sum(e, axis=axis, keepdims=True)
         if valid is not None:
             s = xp.where(s > 0, s, xp.ones((), dtype=x.dtype))
-        y = e / s
+        y = e / s  # (SM1), (SM3)
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -199,7 +199,7 @@ class Softmax(Function):
     def backward(ctx: Context, g: Any) -> Any:
         (y,) = ctx.saved_arrays
         gy = g * y
-        return gy - y * gy.sum(axis=ctx.axis, keepdims=True)
+        return gy - y * gy.sum(axis=ctx.axis, keepdims=True)  # (SM5), (A9)
 
 
 class LogSoftmax(Function):
@@ -231,7 +231,7 @@ class LogSoftmax(Function):
         else:
             s = xp.sum(e, axis=axis, keepdims=True)
             # s >= 1 unless the axis is empty (s = 0, nothing to output): no log(0) warning
-            y = shifted - xp.log(xp.where(s > 0, s, xp.ones((), dtype=x.dtype)))
+            y = shifted - xp.log(xp.where(s > 0, s, xp.ones((), dtype=x.dtype)))  # (SM6)
             p = e / s
         ctx.save_for_backward(p)
         ctx.valid = valid
@@ -244,4 +244,4 @@ class LogSoftmax(Function):
         xp = get_array_module(g)
         if ctx.valid is not None:
             g = xp.where(ctx.valid, g, xp.zeros((), dtype=g.dtype))
-        return g - p * g.sum(axis=ctx.axis, keepdims=True)
+        return g - p * g.sum(axis=ctx.axis, keepdims=True)  # (SM8)

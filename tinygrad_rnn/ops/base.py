@@ -135,16 +135,16 @@ def sum_to_shape(grad: Any, shape: tuple) -> Any:
             f"sum_to_shape: gradient of shape {grad.shape} has fewer dimensions than the "
             f"target shape {shape}"
         )
-    axes = list(range(lead))
+    axes = list(range(lead))  # (BC8) (i): the leading axes broadcasting added
     for i, s in enumerate(shape):
         gs = grad.shape[lead + i]
         if s == 1 and gs != 1:
-            axes.append(lead + i)
+            axes.append(lead + i)  # (BC8) (ii): a size-1 axis broadcasting copied
         elif s != gs:
             raise ValueError(
                 f"sum_to_shape: gradient of shape {grad.shape} cannot be reduced to {shape}"
             )
-    out = pairwise_sum(grad, tuple(axes), keepdims=True) if axes else grad
+    out = pairwise_sum(grad, tuple(axes), keepdims=True) if axes else grad  # (BC7)
     return out.reshape(shape)
 
 

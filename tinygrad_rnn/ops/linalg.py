@@ -46,13 +46,13 @@ class MatMul(Function):
                     f"({err})"
                 ) from None
         ctx.save_for_backward(a, b)
-        return a @ b
+        return a @ b  # (BC1)
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
         a, b = ctx.saved_arrays
-        a2 = a[None, :] if a.ndim == 1 else a  # (.., n, k)
-        b2 = b[:, None] if b.ndim == 1 else b  # (.., k, m)
+        a2 = a[None, :] if a.ndim == 1 else a  # (.., n, k)  (BC4): a vector is a row
+        b2 = b[:, None] if b.ndim == 1 else b  # (.., k, m)  (BC4): or a column
         g2 = g
         # restore the column axis first: for vector @ vector g is 0-d, and g[..., None, :]
         # needs the axis that g[..., None] adds
@@ -62,7 +62,8 @@ class MatMul(Function):
             g2 = g2[..., None, :]
         da = db = None
         if ctx.needs_input_grad[0]:
-            da = sum_to_shape(g2 @ _swap(b2), a2.shape).reshape(a.shape)
+            da = sum_to_shape(g2 @ _swap(b2), a2.shape).reshape(a.shape)  # (BC2) G B^T
         if ctx.needs_input_grad[1]:
+            # (BC3) A^T G; a weight shared by a batch sums over it (BC5)
             db = sum_to_shape(_swap(a2) @ g2, b2.shape).reshape(b.shape)
         return da, db

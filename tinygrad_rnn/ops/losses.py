@@ -704,7 +704,7 @@ class BinaryCrossEntropy(Function):
         with np.errstate(divide="ignore"):  # log(0) = -inf, then clamped
             log_x = xp.maximum(xp.log(x), floor)
             log_1mx = xp.maximum(xp.log1p(-x), floor)
-        loss = -(t * log_x + (1 - t) * log_1mx)
+        loss = -(t * log_x + (1 - t) * log_1mx)  # (SM15)
         if w is not None:
             loss = loss * w
         ctx.save_for_backward(x, t)
@@ -719,9 +719,9 @@ class BinaryCrossEntropy(Function):
         if ctx.reduction == "mean":
             g = divide_by_count(g, max(x.size, 1))
         denom = xp.maximum(x * (1 - x), x.dtype.type(BCE_EPSILON))
-        dx = (x - t) / denom
+        dx = (x - t) / denom  # (SM16)
         with np.errstate(divide="ignore"):  # x = 0 or 1: an infinite dloss/dt, as in torch
-            dt = xp.log1p(-x) - xp.log(x)
+            dt = xp.log1p(-x) - xp.log(x)  # (SM16)
         if w is not None:
             dx, dt = dx * w, dt * w
         return dx * g, dt * g

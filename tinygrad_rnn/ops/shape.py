@@ -92,7 +92,7 @@ class BroadcastTo(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
-        return g
+        return g  # the engine's sum_to_shape then sums the copies: (BC8)
 
 
 def _check_same_but(op: str, arrays: Sequence[Any], axis: int, stacking: bool) -> int:
