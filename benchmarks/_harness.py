@@ -346,7 +346,7 @@ def machine_info(torch: Any = None) -> dict[str, str]:
         "numpy": f"{np.__version__} ({_numpy_blas()})",
     }
     if "tinygrad_rnn" in sys.modules:  # the host allocator setting the timings ran with
-        info["allocator"] = sys.modules["tinygrad_rnn"].allocator.status()
+        info["allocator"] = sys.modules["tinygrad_rnn"].malloc_tuning.status()
     if torch is not None:
         extra = []
         cfg = torch.__config__.show()

@@ -65,6 +65,7 @@ from benchmarks import _harness as hz  # noqa: E402
 from tinygrad_rnn.functional import cross_entropy  # noqa: E402
 from tinygrad_rnn.nn.layers import Linear  # noqa: E402
 from tinygrad_rnn.nn.recurrent import GRU, LSTM, RNN  # noqa: E402
+from tinygrad_rnn.malloc_tuning import keep_freed_memory  # noqa: E402
 from tinygrad_rnn.tensor import Tensor  # noqa: E402
 
 __all__ = [
@@ -713,8 +714,8 @@ _PROFILER_NOISE = ("USDT:", "STAGE:")
 #: Environment variables that change the results; shown in the report's command when set.
 #: OpenBLAS: its kernel choice, the L2 cache size it blocks for, how long idle worker
 #: threads wait, and its thread pinning (where the build pins threads). glibc malloc: the
-#: variables and tunables that set it, and ours, which decides whether import tunes it
-#: (tinygrad_rnn/allocator.py).
+#: variables and tunables that set it, and ours, which decides whether the benchmark's call
+#: tunes it (tinygrad_rnn/malloc_tuning.py).
 _RESULT_ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_THREAD_TIMEOUT",
                     "OPENBLAS_MAIN_FREE", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                     "MALLOC_TOP_PAD_", "GLIBC_TUNABLES", "TINYGRAD_RNN_MALLOC",
@@ -883,6 +884,7 @@ def _emit(text: str, cfg: Config, timing: Sequence[dict], memory: Sequence[dict]
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse flags, run the children, print (and write) the report."""
     args = _parser().parse_args(argv)
+    keep_freed_memory()  # freed memory stays for the next step (tinygrad_rnn/malloc_tuning.py)
     if args._child:
         return _child_main(args)
     cfg = config_from_args(args)

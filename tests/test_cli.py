@@ -179,7 +179,7 @@ def test_info_in_process(capsys: pytest.CaptureFixture) -> None:
                  "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", f"CPU count {os.cpu_count()}"):
         assert name in out
     assert "numpy (CPU): available" in out and "cupy (GPU):" in out
-    assert f"host allocator:\n  {tr.allocator.status()}\n" in out
+    assert f"host allocator:\n  {tr.malloc_tuning.status()}\n" in out
     assert "benchmarks/ found" in out  # running from this checkout
     assert f"demos:\n  {len(cli.available_demos())} in {ROOT / 'tinygrad_rnn' / 'demos'}" in out
 

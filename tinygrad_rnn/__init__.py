@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import allocator, backend, functional, jacobians, ops
+from . import backend, functional, jacobians, malloc_tuning, ops
 from .engine import (
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
 )
@@ -34,15 +34,12 @@ from . import utils
 
 __version__ = "0.2.0"
 
-# freed array memory stays in the process for the next step (tinygrad_rnn/allocator.py)
-allocator.keep_freed_memory()
-
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
     "randn", "rand", "cat", "concatenate", "stack", "split", "where", "no_grad",
     "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled", "gradcheck",
     "GradcheckError",
-    "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "allocator",
+    "GradcheckReport", "jacobian", "jacobians", "functional", "ops", "backend", "malloc_tuning",
     "Function", "sum_to_shape", "manual_seed", "get_generator", "Generator", "__version__",
     "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training",
     "truncation", "viz",

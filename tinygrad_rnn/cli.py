@@ -467,9 +467,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
     for line in _blas():
         print(f"  {line}")
     print("\nhost allocator:")
-    from . import allocator
+    from . import malloc_tuning
 
-    print(f"  {allocator.status()}")
+    print(f"  {malloc_tuning.status()}")
     print("\ngraphviz:")
     print(f"  {_graphviz_line()}")
     print("\nthreads:")
@@ -704,6 +704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if extra and extra[0] == "--":
         extra = extra[1:]
+    from . import malloc_tuning
+    malloc_tuning.keep_freed_memory()  # freed memory stays for the next step (its docstring)
     try:
         if args.command == "demo":
             return _cmd_demo(args)

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse the options, check the device, run; exit status 2 for a bad option or a device
     that cannot be used, 1 if the gradient check fails."""
+    tr.malloc_tuning.keep_freed_memory()  # freed memory stays for the next step
     args = build_parser().parse_args(argv)
     try:
         tr.backend.module_for_device(args.device)

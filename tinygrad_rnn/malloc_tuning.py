@@ -1,4 +1,14 @@
-"""Host memory: keep freed array memory in the process instead of handing it back at once.
+"""malloc tuning: keep freed array memory in the process instead of handing it back at once.
+
+An explicit call, never made by ``import tinygrad_rnn`` (importing the package changes
+nothing outside it)::
+
+    import tinygrad_rnn as tr
+    tr.malloc_tuning.keep_freed_memory()   # once, at the start of a training script
+
+The demos (``tinygrad_rnn/demos/``), the command line (``tinygrad-rnn ...``) and the
+benchmarks (``benchmarks/``) make this call; ``TINYGRAD_RNN_MALLOC=default`` in the
+environment turns it into a no-op there and everywhere.
 
 Why
 ---
@@ -26,13 +36,13 @@ The price: after a peak, up to about 64 MiB of freed memory (plus whatever heap
 fragmentation holds) stays in the process's resident set; nothing is leaked, it is reused by
 the next allocations. Arrays of 32 MiB and more are still mapped and unmapped one by one.
 
-``import tinygrad_rnn`` calls it once, only where it can act and only when the user has not
-chosen: on Linux with glibc, when the environment configures no ``malloc`` setting of glibc's
-own, and unless ``TINYGRAD_RNN_MALLOC=default`` asks to leave ``malloc`` as it is (``keep``,
-or leaving the variable unset, keeps freed memory; any other value is a ValueError at import,
-so a typo such as ``off`` cannot leave the setting on unnoticed). glibc reads its settings from
-two places, and either one leaves ``malloc`` to the user: ``GLIBC_TUNABLES`` with any
-``glibc.malloc.*`` tunable (glibc's recommended way, e.g.
+:func:`keep_freed_memory` acts only where it can and only when the user has not chosen: on
+Linux with glibc, when the environment configures no ``malloc`` setting of glibc's own, and
+unless ``TINYGRAD_RNN_MALLOC=default`` asks to leave ``malloc`` as it is (``keep``, or
+leaving the variable unset, keeps freed memory; any other value is a ValueError from the
+call, so a typo such as ``off`` cannot leave the setting on unnoticed). glibc reads its
+settings from two places, and either one leaves ``malloc`` to the user: ``GLIBC_TUNABLES``
+with any ``glibc.malloc.*`` tunable (glibc's recommended way, e.g.
 ``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072``; other tunables, such as
 ``glibc.cpu.*``, do not count), or one of the older ``MALLOC_MMAP_THRESHOLD_``,
 ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_`` variables. ``mallopt`` would otherwise
@@ -59,7 +69,7 @@ TUNABLES_VAR = "GLIBC_TUNABLES"
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
-_status = "not configured yet"
+_status = "malloc left as it is (keep_freed_memory() not called)"
 
 
 def _glibc_mallopt():
