@@ -265,7 +265,7 @@ def test_top_k_keeps_exactly_k_candidates_ties_towards_the_lower_id(seed):
 @given(z=st.lists(st.integers(-2, 2), min_size=1, max_size=8), data=st.data())
 def test_top_k_mask_is_the_stable_top_k(z, data):
     """Exactly k entries per row: the k largest, ties broken towards the lower id."""
-    from tinygrad_rnn.lm.generate import top_k_mask
+    from tinygrad_rnn.decoding import top_k_mask
 
     k = data.draw(st.integers(1, len(z)))
     row = np.array(z, dtype=np.float64)

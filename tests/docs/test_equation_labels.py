@@ -37,7 +37,7 @@ def _docs_labels() -> dict[str, str]:
 LOCAL_PREFIXES = {
     "LM": "tinygrad_rnn/lm/models.py",      # the recurrent LM, (LM1)-(LM5)
     "F": "tinygrad_rnn/lm/models.py",       # the feed-forward LM, (F1)-(F3)
-    "D": "tinygrad_rnn/lm/generate.py",     # greedy decoding and sampling, (D1)-(D2)
+    "D": "tinygrad_rnn/decoding.py",        # greedy decoding and sampling, (D1)-(D2)
     "C": "tinygrad_rnn/nn/classify.py",     # sequence classification, (C1)-(C3)
     "T": "tinygrad_rnn/nn/classify.py",     # sequence tagging, (T1)
 }

@@ -1,4 +1,4 @@
-"""Generation (tinygrad_rnn/lm/generate.py) for the recurrent and the feed-forward LM.
+"""Generation (tinygrad_rnn/decoding.py, tr.lm.generate) for the recurrent and the feed-forward LM.
 
 * sampling with a fixed seed is reproducible (and another seed gives another text);
 * greedy decoding picks the argmax of the model's own next-token distribution at every step
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import tinygrad_rnn as tr
 from tinygrad_rnn.lm import FeedForwardLM, RNNLM, evaluate_lm, generate, sample_logits
 
-generate_module = importlib.import_module("tinygrad_rnn.lm.generate")
+generate_module = importlib.import_module("tinygrad_rnn.decoding")
 V = 12
 
 

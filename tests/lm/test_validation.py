@@ -152,7 +152,7 @@ def test_generate_refuses_a_bool_or_float_eos_id(eos_id):
 
 
 def test_temperature_takes_a_zero_d_array_like_the_other_knobs() -> None:
-    from tinygrad_rnn.lm.generate import check_temperature
+    from tinygrad_rnn.decoding import check_temperature
 
     assert check_temperature(np.array(0.7), "generate") == 0.7
     assert check_temperature(np.float32(2.0), "generate") == 2.0

@@ -12,6 +12,6 @@ __all__ = ["NGramLM", "perplexity", "bits_per_token", "LMEvaluation", "evaluate_
 
 # Neural language models and generation
 from .models import FeedForwardLM, RNNLM, lm_loss, make_contexts
-from .generate import generate, sample_logits
+from ..decoding import generate, sample_logits  # (tinygrad_rnn/decoding.py: one decoding module)
 
 __all__ += ["RNNLM", "FeedForwardLM", "lm_loss", "make_contexts", "generate", "sample_logits"]

@@ -77,7 +77,8 @@ from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..data.text import BOS_ID
 from ..nn import init
-from ..nn.classify import IGNORE_INDEX, _Inference, recurrent_layer
+from ..nn.classify import IGNORE_INDEX, recurrent_layer
+from ..nn.module import eval_no_grad
 from ..nn.layers import Dropout, Embedding, Linear, _finite, _flag, _probability, check_ids
 from ..nn.module import Module
 from ..random import get_generator
@@ -454,7 +455,7 @@ class RNNLM(Module):
             return out
         inputs, targets = arr[:-1], arr[1:]
         state = None
-        with _Inference(self):
+        with eval_no_grad(self):
             for start in range(0, inputs.size, k):
                 stop = min(start + k, inputs.size)
                 logits, state = self(inputs[None, start:stop], state)          # (1, k, V)
@@ -594,7 +595,7 @@ class FeedForwardLM(Module):
             return out
         ctx, targets = make_contexts(arr, self.context_size, self.bos_id)
         ctx, targets = ctx[1:], targets[1:]
-        with _Inference(self):
+        with eval_no_grad(self):
             for start in range(0, targets.size, k):
                 stop = min(start + k, targets.size)
                 lp = F.log_softmax(self(ctx[start:stop]), axis=-1)._data      # (k, V)

@@ -48,7 +48,7 @@ from ..random import get_generator
 from ..tensor import Tensor
 from ._checks import host_lengths
 from .layers import Dropout, Embedding, Linear, _flag, _integer, _probability, check_ids
-from .module import Module
+from .module import Module, eval_no_grad
 from .recurrent import GRU, LSTM, RNN, RNNBase
 
 __all__ = ["SequenceClassifier", "SequenceTagger", "recurrent_layer", "accuracy",
@@ -259,7 +259,7 @@ class SequenceClassifier(Module):
     def predict(self, ids: Any, lengths: Any = None) -> np.ndarray:
         """The most probable class of each sequence, (N,) int64, computed in eval mode
         without a graph (the training flag is restored afterwards)."""
-        with _Inference(self):
+        with eval_no_grad(self):
             return np.asarray(self(ids, lengths).numpy().argmax(axis=-1), dtype=np.int64)
 
 
@@ -349,7 +349,7 @@ class SequenceTagger(Module):
     def predict(self, ids: Any, lengths: Any = None) -> np.ndarray:
         """The most probable tag at every step, (N, T) int64, in eval mode without a graph;
         padded steps (t >= lengths[n]) hold ``IGNORE_INDEX``."""
-        with _Inference(self):
+        with eval_no_grad(self):
             pred = np.asarray(self(ids, lengths).numpy().argmax(axis=-1), dtype=np.int64)
         if lengths is not None:
             N, T = pred.shape
@@ -376,26 +376,3 @@ def _integer_tags(tags: Any, owner: str) -> Any:
     if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
         raise ValueError(f"{owner}: tag id {int(arr.max())} does not fit in int64")
     return arr.astype(np.int64)                 # a copy: padded steps are edited in it
-
-
-class _Inference:
-    """Context manager: eval mode and no graph; restores every sub-module's training flag."""
-
-    def __init__(self, model: Module) -> None:
-        self.model = model
-        self.flags: list[tuple[Module, bool]] = []
-        self.no_grad: Any = None
-
-    def __enter__(self) -> Module:
-        from ..engine import no_grad
-
-        self.flags = [(m, m.training) for m in self.model.modules()]
-        self.model.eval()
-        self.no_grad = no_grad()
-        self.no_grad.__enter__()
-        return self.model
-
-    def __exit__(self, *exc: Any) -> None:
-        self.no_grad.__exit__(*exc)
-        for m, flag in self.flags:
-            object.__setattr__(m, "training", flag)

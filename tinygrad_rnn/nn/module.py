@@ -41,7 +41,7 @@ from ..backend import (
 from ..engine import no_grad
 from ..tensor import Tensor
 
-__all__ = ["Parameter", "Module", "IncompatibleKeys", "RemovableHandle"]
+__all__ = ["Parameter", "Module", "IncompatibleKeys", "RemovableHandle", "eval_no_grad"]
 
 
 class Parameter(Tensor):
@@ -800,3 +800,32 @@ def _value_array(key: str, value: Any) -> Any:
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"load_state_dict: value for '{key}' has non-numeric dtype {arr.dtype}")
     return arr
+
+
+class eval_no_grad:
+    """Run a block with ``model`` in eval mode and no graph recorded, then put every
+    sub-module's training flag back as it was (what ``model.eval()`` plus
+    ``with tr.no_grad():`` would do, undone on exit)::
+
+        with eval_no_grad(model):
+            logits = model(x)        # dropout off, nothing recorded
+
+    Used by the predict methods of the classifiers and language models and by generation
+    (:func:`tinygrad_rnn.decoding.generate`)."""
+
+    def __init__(self, model: Module) -> None:
+        self.model = model
+        self.flags: list[tuple[Module, bool]] = []
+        self.no_grad: Any = None
+
+    def __enter__(self) -> Module:
+        self.flags = [(m, m.training) for m in self.model.modules()]
+        self.model.eval()
+        self.no_grad = no_grad()
+        self.no_grad.__enter__()
+        return self.model
+
+    def __exit__(self, *exc: Any) -> None:
+        self.no_grad.__exit__(*exc)
+        for m, flag in self.flags:
+            object.__setattr__(m, "training", flag)
