@@ -416,12 +416,16 @@ def test_cross_entropy_chooses_the_plain_op_only_for_the_textbook_loss(options: 
 
 
 def test_plain_cross_entropy_backward_is_p_minus_onehot() -> None:
-    """(SM10) read off the op: with 'sum' and upstream 1 the gradient is softmax(z) - e_y."""
+    """(SM9) and (SM10) read off the op: each row's loss is -z_y + log sum_j exp(z_j), and
+    with 'sum' and upstream 1 the gradient is softmax(z) - e_y."""
     rng = np.random.default_rng(5)
     z = rng.normal(size=(4, 5))
     y = np.array([0, 4, 2, 2])
     x = tr.Tensor(z, requires_grad=True)
+    rows = tr.ops.PlainCrossEntropy.apply(x, target=y, reduction="none")
+    want = -z[np.arange(4), y] + np.log(np.exp(z).sum(axis=1))            # (SM9)
+    np.testing.assert_allclose(rows.array, want, rtol=1e-14)
     tr.ops.PlainCrossEntropy.apply(x, target=y, reduction="sum").backward()
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(x.grad.array, p - np.eye(5)[y], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(x.grad.array, p - np.eye(5)[y], rtol=0, atol=1e-15)  # (SM10)

@@ -42,7 +42,7 @@ rows = st.integers(1, 4).flatmap(lambda n: st.integers(2, 5).flatmap(
 @given(z=hnp.arrays(np.float64, st.integers(1, 6), elements=st.floats(-5, 5)),
        c=st.sampled_from([-1000.0, -3.5, 0.0, 2.0, 700.0, 1000.0]))
 def test_softmax_is_unchanged_by_adding_a_constant(z: np.ndarray, c: float) -> None:
-    """(SM1)-(SM3): softmax(z + c) = softmax(z), and the max-shifted form is the definition."""
+    """(SM1), (SM2), (SM3): softmax(z + c) = softmax(z), and the max-shifted form is the definition."""
     with np.errstate(over="raise", invalid="raise", divide="raise"):
         shifted = F.softmax(tr.Tensor(z + c)).array
         plain = np.exp(z) / np.exp(z).sum()  # |z| <= 5: the unshifted formula is safe here
@@ -214,7 +214,7 @@ def test_relu_gradient_at_the_kink_is_zero() -> None:
 @given(n=st.integers(1, 4), k=st.integers(1, 4), m=st.integers(1, 4),
        seed=st.integers(0, 2**31 - 1))
 def test_matmul_vjps_equal_the_index_sums(n: int, k: int, m: int, seed: int) -> None:
-    """(M1)-(M3): dA_ik = sum_j G_ij B_kj and dB_kj = sum_i G_ij A_ik, as loops."""
+    """(BC1), (BC2), (BC3): dA_ik = sum_j G_ij B_kj and dB_kj = sum_i G_ij A_ik, as loops."""
     rng = np.random.default_rng(seed)
     a, b, g = rng.normal(size=(n, k)), rng.normal(size=(k, m)), rng.normal(size=(n, m))
     da_loop, db_loop = np.zeros((n, k)), np.zeros((k, m))
@@ -233,7 +233,7 @@ def test_matmul_vjps_equal_the_index_sums(n: int, k: int, m: int, seed: int) -> 
 
 
 def test_matmul_with_vectors_and_a_shared_weight() -> None:
-    """(M4), (M5): 1-D operands, and a weight shared over batch axes gets the sum over
+    """(BC4), (BC5): 1-D operands, and a weight shared over batch axes gets the sum over
     them, equal to one GEMM over the stacked rows."""
     rng = np.random.default_rng(0)
     a, b, B = rng.normal(size=3), rng.normal(size=3), rng.normal(size=(3, 4))
@@ -257,7 +257,7 @@ def test_matmul_with_vectors_and_a_shared_weight() -> None:
 
 
 def test_broadcasting_examples_of_the_page() -> None:
-    """(M7), (M8) with the numbers of docs/broadcasting.md."""
+    """(BC7), (BC8) with the numbers of docs/broadcasting.md."""
     z = _leaf(np.zeros((3, 2)))
     b = _leaf(np.zeros(2))
     gy = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -320,3 +320,89 @@ def test_additive_score_gradient_is_A7(tq: int, tk: int, seed: int) -> None:
     for name, value in want.items():
         np.testing.assert_allclose(np.asarray(got[name]), value, rtol=1e-12, atol=1e-12,
                                    err_msg=f"(A7) d{name}")
+
+
+# --------------------------------------------------------------------------------------------
+# float64 gradient checks the pages cite by name (grep finds them)
+# --------------------------------------------------------------------------------------------
+MATMUL_SHAPES = [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 3), (3, 4)),
+                 ((5, 2, 3), (3, 4)), ((2, 1, 2, 3), (4, 3, 2)), ((3,), (2, 3, 4))]
+
+
+@given(shapes=st.sampled_from(MATMUL_SHAPES), seed=st.integers(0, 2**31 - 1))
+def test_matmul_gradcheck_on_vectors_matrices_and_batches(shapes: tuple, seed: int) -> None:
+    """(BC2), (BC3), (BC4), (BC5): float64 central differences of A @ B for 1-D operands,
+    matrices, a weight shared by a batch and broadcast batch axes (docs/broadcasting.md)."""
+    rng = np.random.default_rng(seed)
+    a, b = (_leaf(rng.normal(size=shape)) for shape in shapes)
+    assert tr.gradcheck(lambda x, y: x @ y, [a, b], rtol=1e-6, atol=1e-8)
+
+
+@given(case=st.sampled_from([((3,), (2, 3)), ((2, 1), (2, 3)), ((1, 3), (4, 2, 3)),
+                             ((), (2, 2))]), seed=st.integers(0, 2**31 - 1))
+def test_broadcast_to_gradcheck(case: tuple, seed: int) -> None:
+    """(BC7), (BC8): the gradient of broadcasting sums the copies, checked by float64
+    central differences (new leading axes and size-1 axes)."""
+    shape, target = case
+    x = _leaf(np.random.default_rng(seed).normal(size=shape))
+    weights = tr.Tensor(np.random.default_rng(seed + 1).normal(size=target))
+    assert tr.gradcheck(lambda t: (t.broadcast_to(target) * weights).sum(), [x],
+                        rtol=1e-6, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- layernorm.md
+@given(rows=st.integers(1, 3), m=st.integers(2, 5), seed=st.integers(0, 2**31 - 1))
+def test_layer_norm_is_LN1_to_LN10(rows: int, m: int, seed: int) -> None:
+    """(LN1)-(LN5) in NumPy against F.layer_norm; (LN6) by central differences of mu and
+    sigma; (LN8), (LN9), (LN10) in NumPy against autograd; and a float64 gradcheck of x,
+    weight and bias."""
+    rng = np.random.default_rng(seed)
+    x, w, b, g = (rng.normal(size=shape) for shape in ((rows, m), (m,), (m,), (rows, m)))
+    eps = 1e-5
+    mu = x.mean(axis=1, keepdims=True)                                   # (LN1)
+    v = ((x - mu) ** 2).mean(axis=1, keepdims=True)                      # (LN2)
+    sigma = np.sqrt(v + eps)                                             # (LN3)
+    x_hat = (x - mu) / sigma                                             # (LN4)
+    y = w * x_hat + b                                                    # (LN5)
+    NF = tr.nn.functional
+    tx, tw, tb = _leaf(x), _leaf(w), _leaf(b)
+    out = NF.layer_norm(tx, (m,), tw, tb, eps)
+    np.testing.assert_allclose(out.numpy(), y, rtol=1e-12, atol=1e-12)
+
+    def stats(row: np.ndarray) -> np.ndarray:
+        return np.array([row.mean(), np.sqrt(((row - row.mean()) ** 2).mean() + eps)])
+    h = 1e-6
+    for j in range(m):                                                   # (LN6)
+        e = np.eye(m)[j] * h
+        d_mu, d_sigma = (stats(x[0] + e) - stats(x[0] - e)) / (2 * h)
+        np.testing.assert_allclose(d_mu, 1.0 / m, rtol=1e-7)
+        np.testing.assert_allclose(d_sigma, x_hat[0, j] / m, rtol=1e-6, atol=1e-9)
+
+    out.backward(g)
+    g_hat = g * w                                                        # (LN8)
+    dx = (g_hat - g_hat.mean(axis=1, keepdims=True)
+          - x_hat * (g_hat * x_hat).mean(axis=1, keepdims=True)) / sigma    # (LN9)
+    np.testing.assert_allclose(tx.grad, dx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tw.grad, (g * x_hat).sum(axis=0), rtol=1e-12)   # (LN10)
+    np.testing.assert_allclose(tb.grad, g.sum(axis=0), rtol=1e-12)            # (LN10)
+    assert tr.gradcheck(lambda a, c, d: NF.layer_norm(a, (m,), c, d, eps),
+                        [_leaf(x), _leaf(w), _leaf(b)], rtol=1e-6, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- softmax.md (8)
+@given(n=st.integers(1, 5), seed=st.integers(0, 2**31 - 1))
+def test_binary_cross_entropy_is_SM15_and_SM16(n: int, seed: int) -> None:
+    """(SM15) and (SM16) in NumPy against F.binary_cross_entropy (loss and both gradients,
+    with an elementwise weight), and a float64 gradcheck away from the floors."""
+    rng = np.random.default_rng(seed)
+    x, t = rng.uniform(0.05, 0.95, size=n), rng.uniform(0.0, 1.0, size=n)
+    w = rng.uniform(0.5, 2.0, size=n)
+    tx, tt = _leaf(x), _leaf(t)
+    loss = F.binary_cross_entropy(tx, tt, weight=w, reduction="sum")
+    loss.backward()
+    want = -np.sum(w * (t * np.log(x) + (1 - t) * np.log(1 - x)))        # (SM15)
+    np.testing.assert_allclose(loss.item(), want, rtol=1e-12)
+    np.testing.assert_allclose(tx.grad, w * (x - t) / (x * (1 - x)), rtol=1e-10)  # (SM16)
+    np.testing.assert_allclose(tt.grad, w * (np.log(1 - x) - np.log(x)), rtol=1e-10)
+    assert tr.gradcheck(lambda a, b: F.binary_cross_entropy(a, b, weight=w),
+                        [_leaf(x), _leaf(t)], rtol=1e-6, atol=1e-8)
