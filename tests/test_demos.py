@@ -92,6 +92,56 @@ def test_string_reversal_quick_reproduces_bahdanau_comparison(tmp_path: Path) ->
     assert any(p.suffix == ".png" for p in tmp_path.iterdir())
 
 
+def test_sequence_models_quick_reproduces_the_robust_claims(tmp_path: Path) -> None:
+    """The claims of the three kinds of sequence model that do not depend on timing or luck:
+    a recurrent state has one size at every position while the key/value cache grows by
+    exactly 2 L d numbers per token; at initialisation the attention path to a distant input
+    is as strong as to a near one while the Elman path has vanished; a causal convolution's
+    gradient is exactly 0 beyond its receptive field R, so beyond R it recalls at chance."""
+    import json
+
+    proc = _run("sequence_models.py", "--quick", "--out", str(tmp_path), "--seed", "0")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads((tmp_path / "sequence_models.json").read_text())
+    # every number is finite and positive where it is a time
+    train = res["training"]
+    for kind, times in train["us_per_token"].items():
+        assert len(times) == len(train["T"]) and all(0 < t < np.inf for t in times), kind
+    counts = list(train["parameters"].values())
+    assert max(counts) <= 1.15 * min(counts), train["parameters"]   # matched sizes
+    # generation memory: constant for the recurrent states, linear for the cache
+    gen = res["generation"]
+    for kind in ("Elman", "LSTM", "conv"):
+        sizes = gen[kind]["bytes"]
+        assert len(set(sizes[-len(sizes) // 2:])) == 1, kind   # the conv window fills first
+    assert len(set(gen["Elman"]["bytes"])) == 1 and len(set(gen["LSTM"]["bytes"])) == 1
+    cache = np.array(gen["Transformer"]["bytes"])
+    per_token = 2 * 1 * 48 * 4          # 2 L d float32 numbers, L = 1 block, d = 48
+    positions = np.arange(2, cache.size + 2)        # the prompt is position 0
+    np.testing.assert_array_equal(cache, per_token * positions)
+    assert all(np.isfinite(gen[k]["seconds"]).all() for k in gen)
+    # gradient paths, indexed by distance d from the loss
+    task = res["task"]
+    paths = {k: np.array(v) for k, v in task["paths"].items()}
+    assert all(np.isfinite(p).all() for p in paths.values())
+    far = len(paths["Elman, initial"]) - 1
+    attention = paths["Transformer, initial"]
+    assert attention[1:].min() > 0.1 * attention[1]     # no decay with distance
+    elman = paths["Elman, initial"]
+    assert elman[far] < 1e-3 * elman[1]                  # geometric decay
+    R = task["conv_receptive_field"]
+    assert R < far + 1
+    for stage in ("initial", "trained"):
+        conv = paths[f"conv, {stage}"]
+        assert (conv[:R] > 0).all() and not conv[R:].any(), stage
+    # beyond the receptive field the key cannot reach the prediction: chance (0.2)
+    longest = task["accuracy"]["conv"][-1]
+    assert task["T"][-1] > R and longest < 0.3, task["accuracy"]
+    for name in ("training_time.png", "generation.png", "gradient_paths_initial.png",
+                 "gradient_paths_trained.png", "recall_accuracy.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
 # ----------------------------------------------------------------------------- --device
 def _load_demo(name: str) -> ModuleType:
     """Import tinygrad_rnn/demos/<name>.py as a module (its main() is not run)."""
@@ -219,7 +269,7 @@ def test_cuda_without_cupy_exits_2_naming_cupy(name: str, tmp_path: Path) -> Non
 
 
 # ----------------------------------------------------------------------- command lines
-DEMOS = ["quickstart", "vanishing_gradients", "string_reversal", "char_lm"]
+DEMOS = ["quickstart", "vanishing_gradients", "string_reversal", "char_lm", "sequence_models"]
 
 # demo -> (options, what argparse's message must say): each must end the demo in parse
 # with exit status 2, before any work is done
@@ -248,7 +298,8 @@ def test_bad_numbers_are_usage_errors(name: str, options: list[str], message: st
     assert f"error: {message}" in err and "usage:" in err and out == ""
 
 
-@pytest.mark.parametrize("name", ["vanishing_gradients", "string_reversal", "char_lm"])
+@pytest.mark.parametrize("name", ["vanishing_gradients", "string_reversal", "char_lm",
+                                  "sequence_models"])
 def test_out_must_be_a_folder_we_can_create(name: str, tmp_path: Path,
                                             capsys: pytest.CaptureFixture) -> None:
     blocker = tmp_path / "a_file"
