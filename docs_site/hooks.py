@@ -36,7 +36,7 @@ API_MODULES = {
     "tinygrad_rnn.training": "tinygrad_rnn.training",
     "tinygrad_rnn.truncation": "tinygrad_rnn.truncation",
     "tinygrad_rnn.monitor": "tinygrad_rnn.monitor",
-    "tinygrad_rnn.jacobians": "tinygrad_rnn.jacobians",
+    "tinygrad_rnn.explicit_jacobians": "tinygrad_rnn.explicit_jacobians",
     "tinygrad_rnn.testing": "tinygrad_rnn.testing",
     "tinygrad_rnn.lm": "tinygrad_rnn.lm",
     "tinygrad_rnn.decoding": "tinygrad_rnn.decoding",

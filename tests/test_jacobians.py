@@ -1,7 +1,7 @@
-"""Explicit Jacobians (tr.jacobians) against the ops' hand-written VJPs, reverse-mode
+"""Explicit Jacobians (tr.explicit_jacobians) against the ops' hand-written VJPs, reverse-mode
 Jacobians (tr.jacobian) and central differences, all in float64.
 
-For an op y = f(x) along the last axis, ``tr.jacobians.<op>(y)`` is J with
+For an op y = f(x) along the last axis, ``tr.explicit_jacobians.<op>(y)`` is J with
 J[..., i, j] = dy_i / dx_j, and backward must return J^T v for an upstream gradient v.
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ FD_ATOL = 1e-9
 
 # op name -> (functional op, explicit Jacobian, input range kept away from kinks/saturation)
 OPS: dict[str, tuple[Callable, Callable, float]] = {
-    "softmax": (F.softmax, tr.jacobians.softmax, 5.0),
-    "log_softmax": (F.log_softmax, tr.jacobians.log_softmax, 5.0),
-    "tanh": (F.tanh, tr.jacobians.tanh, 3.0),
-    "sigmoid": (F.sigmoid, tr.jacobians.sigmoid, 6.0),
-    "relu": (F.relu, tr.jacobians.relu, 3.0),
+    "softmax": (F.softmax, tr.explicit_jacobians.softmax, 5.0),
+    "log_softmax": (F.log_softmax, tr.explicit_jacobians.log_softmax, 5.0),
+    "tanh": (F.tanh, tr.explicit_jacobians.tanh, 3.0),
+    "sigmoid": (F.sigmoid, tr.explicit_jacobians.sigmoid, 6.0),
+    "relu": (F.relu, tr.explicit_jacobians.relu, 3.0),
 }
 
 
@@ -100,7 +100,8 @@ def test_vjp_equals_jacobian_transpose_times_v_fixed_cases(name: str, x: np.ndar
 
 def test_jacobian_accepts_tensor_and_array() -> None:
     y = F.softmax(tr.Tensor(np.array([0.1, 0.7, -0.3])))
-    np.testing.assert_array_equal(tr.jacobians.softmax(y), tr.jacobians.softmax(y.array))
+    np.testing.assert_array_equal(tr.explicit_jacobians.softmax(y),
+                                  tr.explicit_jacobians.softmax(y.array))
 
 
 # ----------------------------------------------------------------------------- softmax J
@@ -108,7 +109,7 @@ def test_jacobian_accepts_tensor_and_array() -> None:
 @example(x=np.array([0.0, 0.0]))
 @example(x=np.array([5.0, -5.0, 0.0]))
 def test_softmax_jacobian_symmetric_and_rows_sum_to_zero(x: np.ndarray) -> None:
-    jac = tr.jacobians.softmax(F.softmax(tr.Tensor(x)))
+    jac = tr.explicit_jacobians.softmax(F.softmax(tr.Tensor(x)))
     np.testing.assert_array_equal(jac, np.swapaxes(jac, -1, -2))
     np.testing.assert_allclose(jac.sum(axis=-1), 0.0, atol=1e-15)
     np.testing.assert_allclose(jac.sum(axis=-2), 0.0, atol=1e-15)
@@ -116,8 +117,8 @@ def test_softmax_jacobian_symmetric_and_rows_sum_to_zero(x: np.ndarray) -> None:
 
 @given(x=op_inputs("softmax"), c=st.floats(-50, 50))
 def test_softmax_jacobian_unchanged_by_constant_shift(x: np.ndarray, c: float) -> None:
-    jac = tr.jacobians.softmax(F.softmax(tr.Tensor(x)))
-    shifted = tr.jacobians.softmax(F.softmax(tr.Tensor(x + c)))
+    jac = tr.explicit_jacobians.softmax(F.softmax(tr.Tensor(x)))
+    shifted = tr.explicit_jacobians.softmax(F.softmax(tr.Tensor(x + c)))
     # x + c is rounded to ~|c| * 1.1e-16, which moves softmax by about as much
     np.testing.assert_allclose(shifted, jac, rtol=0, atol=1e-12)
 
@@ -125,7 +126,7 @@ def test_softmax_jacobian_unchanged_by_constant_shift(x: np.ndarray, c: float) -
 @given(x=op_inputs("log_softmax"))
 def test_log_softmax_jacobian_rows_sum_to_zero(x: np.ndarray) -> None:
     """log_softmax(x + c 1) = log_softmax(x), so J 1 = 0: each row sums to 0."""
-    jac = tr.jacobians.log_softmax(F.log_softmax(tr.Tensor(x)))
+    jac = tr.explicit_jacobians.log_softmax(F.log_softmax(tr.Tensor(x)))
     np.testing.assert_allclose(jac.sum(axis=-1), 0.0, atol=1e-14)
 
 
@@ -145,7 +146,7 @@ def test_tanh_derivative_is_one_minus_tanh_squared(x: np.ndarray) -> None:
     y.backward(np.ones_like(x))
     np.testing.assert_allclose(y.array, np.tanh(x), rtol=1e-15, atol=0)
     np.testing.assert_array_equal(xt.grad, 1.0 - y.array ** 2)
-    np.testing.assert_array_equal(np.diagonal(tr.jacobians.tanh(y), axis1=-2, axis2=-1),
+    np.testing.assert_array_equal(np.diagonal(tr.explicit_jacobians.tanh(y), axis1=-2, axis2=-1),
                                   1.0 - y.array ** 2)
     np.testing.assert_allclose(xt.grad, _fd_elementwise(F.tanh, x), rtol=1e-6, atol=FD_ATOL)
 
@@ -164,7 +165,7 @@ def test_sigmoid_derivative_is_sigmoid_times_one_minus_sigmoid(x: np.ndarray) ->
     # so in the tail (x = 6: 1 - y = 2.5e-3) it agrees to a few ulps of 1, not of s'(x).
     np.testing.assert_allclose(xt.grad, y.array * y_neg, rtol=1e-14,
                                atol=2 * np.finfo(np.float64).eps)
-    np.testing.assert_array_equal(np.diagonal(tr.jacobians.sigmoid(y), axis1=-2, axis2=-1),
+    np.testing.assert_array_equal(np.diagonal(tr.explicit_jacobians.sigmoid(y), axis1=-2, axis2=-1),
                                   y.array * (1.0 - y.array))
     np.testing.assert_allclose(xt.grad, _fd_elementwise(F.sigmoid, x), rtol=1e-6,
                                atol=FD_ATOL)
@@ -172,7 +173,7 @@ def test_sigmoid_derivative_is_sigmoid_times_one_minus_sigmoid(x: np.ndarray) ->
 
 def test_relu_jacobian_is_indicator_of_positive_input() -> None:
     x = np.array([-2.0, -0.1, 0.0, 0.1, 2.0])
-    jac = tr.jacobians.relu(F.relu(tr.Tensor(x)))
+    jac = tr.explicit_jacobians.relu(F.relu(tr.Tensor(x)))
     np.testing.assert_array_equal(jac, np.diag([0.0, 0.0, 0.0, 1.0, 1.0]))
 
 
@@ -329,7 +330,7 @@ def test_layer_norm_vjp_equals_jacobian_transpose_times_v(x: np.ndarray, eps: fl
     wt = None if weight is None else tr.Tensor(weight)
     y = tr.nn.functional.layer_norm(xt, (n,), wt, None, eps)
     y.backward(v)
-    jac = tr.jacobians.layer_norm(x, eps, weight)
+    jac = tr.explicit_jacobians.layer_norm(x, eps, weight)
     np.testing.assert_allclose(xt.grad, jt_v(jac, v), rtol=1e-10, atol=1e-10)
 
     def fn(t: tr.Tensor) -> tr.Tensor:
@@ -338,7 +339,7 @@ def test_layer_norm_vjp_equals_jacobian_transpose_times_v(x: np.ndarray, eps: fl
     flat = x.reshape(-1, n)
     for row in flat[:2]:
         fd = fd_jacobian(fn, (row,), 0)
-        np.testing.assert_allclose(tr.jacobians.layer_norm(row, eps, weight), fd,
+        np.testing.assert_allclose(tr.explicit_jacobians.layer_norm(row, eps, weight), fd,
                                    rtol=1e-6, atol=1e-7 / np.sqrt(eps))
 
 
@@ -347,7 +348,7 @@ def test_layer_norm_jacobian_symmetric_and_kills_constant_rows(x: np.ndarray) ->
     """Without weight J is symmetric and J 1 = 0 (adding a constant to a row changes
     nothing); J x_hat = (eps / (var + eps)) x_hat / sigma, which is ~0 for small eps."""
     eps = 1e-5
-    jac = tr.jacobians.layer_norm(x, eps)
+    jac = tr.explicit_jacobians.layer_norm(x, eps)
     np.testing.assert_allclose(jac, np.swapaxes(jac, -1, -2), rtol=0, atol=1e-12)
     scale = np.abs(jac).max()
     np.testing.assert_allclose(jac.sum(axis=-1), 0.0, atol=1e-13 * max(1.0, scale))
@@ -360,6 +361,6 @@ def test_layer_norm_jacobian_symmetric_and_kills_constant_rows(x: np.ndarray) ->
 
 def test_layer_norm_jacobian_refuses_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"jacobians\.layer_norm: x is 0-d"):
-        tr.jacobians.layer_norm(np.array(0.5))
+        tr.explicit_jacobians.layer_norm(np.array(0.5))
     with pytest.raises(ValueError, match=r"jacobians\.layer_norm: weight must have shape \(3,\)"):
-        tr.jacobians.layer_norm(np.ones((2, 3)), 1e-5, np.ones(2))
+        tr.explicit_jacobians.layer_norm(np.ones((2, 3)), 1e-5, np.ones(2))

@@ -116,9 +116,9 @@ def test_choices_that_leave_malloc_alone(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(malloc_tuning, "_status", malloc_tuning.status())  # restored afterwards
     assert malloc_tuning.keep_freed_memory({malloc_tuning.ENV_VAR: " Default "}) == (
         f"glibc malloc left as it is ({malloc_tuning.ENV_VAR}=default)")
-    assert malloc_tuning.keep_freed_memory({"MALLOC_TOP_PAD_": "0", "MALLOC_MMAP_THRESHOLD_": "1"}) \
-        == ("glibc malloc left as it is (set by the environment: MALLOC_MMAP_THRESHOLD_, "
-            "MALLOC_TOP_PAD_)")
+    said = malloc_tuning.keep_freed_memory({"MALLOC_TOP_PAD_": "0", "MALLOC_MMAP_THRESHOLD_": "1"})
+    assert said == ("glibc malloc left as it is (set by the environment: MALLOC_MMAP_THRESHOLD_, "
+                    "MALLOC_TOP_PAD_)")
     said = malloc_tuning.keep_freed_memory({"MALLOC_TOP_PAD_": "0"})
     assert malloc_tuning.status() == said
 

@@ -818,18 +818,19 @@ def test_checkers_need_something_to_differentiate():
 # ============================================================================= jacobians
 @given(arrays((2, 4), min_value=-2, max_value=2))
 def test_check_jacobian_builtin_jacobians(x):
-    assert check_jacobian(tr.ops.Tanh, tr.jacobians.tanh, x).passed
-    assert check_jacobian(tr.ops.Sigmoid, tr.jacobians.sigmoid, x).passed
-    assert check_jacobian(lambda t: t.softmax(axis=-1), tr.jacobians.softmax, x).passed
-    assert check_jacobian(lambda t: t.log_softmax(axis=-1), tr.jacobians.log_softmax, x).passed
-    assert check_jacobian(Tanh64, tr.jacobians.tanh, x).passed  # a user-defined op
+    assert check_jacobian(tr.ops.Tanh, tr.explicit_jacobians.tanh, x).passed
+    assert check_jacobian(tr.ops.Sigmoid, tr.explicit_jacobians.sigmoid, x).passed
+    assert check_jacobian(lambda t: t.softmax(axis=-1), tr.explicit_jacobians.softmax, x).passed
+    assert check_jacobian(lambda t: t.log_softmax(axis=-1), tr.explicit_jacobians.log_softmax,
+                          x).passed
+    assert check_jacobian(Tanh64, tr.explicit_jacobians.tanh, x).passed  # a user-defined op
 
 
 @pytest.mark.parametrize("op", [WrongFormula, WrongShape, WrongDtype])
 def test_check_jacobian_fails_broken_backward(op):
     x = np.array([[0.4, -0.9, 1.3], [0.2, 0.6, -1.1]])
     with pytest.raises(CheckFailure) as info:
-        check_jacobian(op, tr.jacobians.tanh, x)
+        check_jacobian(op, tr.explicit_jacobians.tanh, x)
     assert [r.name for r in info.value.report.failures] == ["backward(g) == J^T g"]
 
 
@@ -845,7 +846,7 @@ def test_check_jacobian_fails_wrong_jacobian():
     x = np.random.default_rng(8).standard_normal((2, 5))
 
     def transposed(y):  # log_softmax's Jacobian I - 1 p^T is not symmetric
-        return np.swapaxes(tr.jacobians.log_softmax(y), -1, -2)
+        return np.swapaxes(tr.explicit_jacobians.log_softmax(y), -1, -2)
 
     with pytest.raises(CheckFailure) as info:
         check_jacobian(lambda t: t.log_softmax(axis=-1), transposed, x)
@@ -882,14 +883,14 @@ def test_check_jacobian_reports_the_nan_element():
     """Regression: a partly-NaN backward was reported at a correct element, and an all-NaN
     one crashed with "All-NaN slice encountered" even with raise_exception=False."""
     x = np.random.default_rng(0).standard_normal((2, 4))
-    report = check_jacobian(NaNAtColumn2, tr.jacobians.tanh, x, raise_exception=False,
+    report = check_jacobian(NaNAtColumn2, tr.explicit_jacobians.tanh, x, raise_exception=False,
                             check_numeric=False)
     assert "at element (0, 2): backward nan" in report["backward(g) == J^T g"].detail
-    report = check_jacobian(AllNaN, tr.jacobians.tanh, x, raise_exception=False)
+    report = check_jacobian(AllNaN, tr.explicit_jacobians.tanh, x, raise_exception=False)
     assert "at element (0, 0): backward nan" in report["backward(g) == J^T g"].detail
 
     def nan_jacobian(y):
-        jac = tr.jacobians.tanh(y)
+        jac = tr.explicit_jacobians.tanh(y)
         jac[1, 3, 3] = np.nan
         return jac
 
@@ -915,7 +916,7 @@ def test_check_jacobian_wrong_shape():
 
 def test_check_jacobian_refuses_float32():
     with pytest.raises(TypeError, match="float64"):
-        check_jacobian(tr.ops.Tanh, tr.jacobians.tanh, np.zeros(3, np.float32))
+        check_jacobian(tr.ops.Tanh, tr.explicit_jacobians.tanh, np.zeros(3, np.float32))
 
 
 # ============================================================================= given-style

@@ -77,7 +77,7 @@ def _as_tensor(op: str, name: str, value: Any, dtype: Any = None) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0). Derivative 1[x > 0] (0 at x = 0). Jacobian: ``tr.jacobians.relu``."""
+    """max(x, 0). Derivative 1[x > 0] (0 at x = 0). Jacobian: ``tr.explicit_jacobians.relu``."""
     return ops.ReLU.apply(x)
 
 

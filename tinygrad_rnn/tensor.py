@@ -596,8 +596,8 @@ class Tensor:
     #   (``h += x`` on an activation, ``out[t] = h_t``, ``z[0][1] = w``): the new values
     #   are computed by the ordinary ops, then written (engine.record_write, the op
     #   WriteRegion) into the memory of the base tensor (the tensor itself, or the one a
-    #   view shows), which is rebased onto that node. Nodes recorded earlier keep reaching the old state
-    #   (tinygrad_rnn.engine.as_seen_by), views of the base are re-recorded on their next
+    #   view shows), which is rebased onto that node. Nodes recorded earlier keep reaching
+    #   the old state (engine.as_seen_by); views of the base are re-recorded on their next
     #   use (engine.refresh_view). docs/engine.md, section 11, "Views and in-place writes".
     # A leaf that requires a gradient (a parameter), or a view of one, is written only
     # inside no_grad, as in torch.

@@ -15,7 +15,7 @@ import pytest
 
 import tinygrad_rnn as tr
 from tinygrad_rnn import functional as F
-from tinygrad_rnn import jacobians
+from tinygrad_rnn import explicit_jacobians
 from tinygrad_rnn.backend import get_array_module
 from tinygrad_rnn.testing import check_function, check_jacobian, check_module, check_op
 
@@ -233,8 +233,8 @@ def test_check_module_on_device(device: str) -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op, build", [(tr.ops.Softmax, jacobians.softmax),
-                                       (tr.ops.Tanh, jacobians.tanh)])
+@pytest.mark.parametrize("op, build", [(tr.ops.Softmax, explicit_jacobians.softmax),
+                                       (tr.ops.Tanh, explicit_jacobians.tanh)])
 def test_check_jacobian_on_device(device: str, op: type, build: Any) -> None:
     """check_jacobian builds the Jacobian on the device (the builder sees device data) and
     agrees with the CPU."""

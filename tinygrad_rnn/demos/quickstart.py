@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"d loss / d {name}: shape {t.grad.shape}, dtype {t.grad.dtype}")
 
     p = F.softmax((x @ W + b).tanh())
-    J = tr.backend.to_device(tr.jacobians.softmax(p)[0], "cpu")  # host copy, to print
+    J = tr.backend.to_device(tr.explicit_jacobians.softmax(p)[0], "cpu")  # host copy, to print
     print("softmax Jacobian of row 0, diag(y) - y y^T:")
     print(np.array2string(J, precision=4))
     print(f"rows sum to zero: max |row sum| = {np.abs(J.sum(axis=1)).max():.2e}")

@@ -1,6 +1,6 @@
 """Activation primitives with hand-written, visible derivatives.
 
-The explicit Jacobian matrices of these ops are built by :mod:`tinygrad_rnn.jacobians`, and
+The explicit Jacobian matrices of these ops are built by :mod:`tinygrad_rnn.explicit_jacobians`, and
 the tests check ``backward(g) == J^T g`` for each.
 """
 from __future__ import annotations

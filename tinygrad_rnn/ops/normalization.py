@@ -9,7 +9,7 @@ row, all the leading axes are rows) and then applies an optional elementwise aff
     x_hat = (x - mu) / sigma               (LN4)
     y = x_hat * weight + bias              (LN5)
 
-Its explicit Jacobian is built by :func:`tinygrad_rnn.jacobians.layer_norm`, and the tests
+Its explicit Jacobian is built by :func:`tinygrad_rnn.explicit_jacobians.layer_norm`, and the tests
 check ``backward(g) == J^T g``.
 """
 from __future__ import annotations

@@ -919,11 +919,11 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
         Returns the Jacobian as an array, either the full ``y.shape + x.shape`` array
         (``J[i..., j...] = dy_i / dx_j``) or, for a map acting on the last axis independently
         per row (softmax, elementwise ops), the batched ``(..., n_out, n_in)`` form of
-        :mod:`tinygrad_rnn.jacobians`.
+        :mod:`tinygrad_rnn.explicit_jacobians`.
     x : Tensor or ndarray
         The point; float64.
     at : {'output', 'input'}
-        Call ``jacobian_fn(y)`` (the convention of :mod:`tinygrad_rnn.jacobians`, whose
+        Call ``jacobian_fn(y)`` (the convention of :mod:`tinygrad_rnn.explicit_jacobians`, whose
         Jacobians are written in the op's output) or ``jacobian_fn(x)``.
     n_vectors : int
         Number of random upstream gradients g (and directions u).
@@ -945,7 +945,7 @@ def check_jacobian(fn_or_op: Any, jacobian_fn: Callable[[np.ndarray], Any], x: A
     >>> import numpy as np
     >>> import tinygrad_rnn as tr
     >>> x = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]])
-    >>> check_jacobian(tr.ops.Tanh, tr.jacobians.tanh, x).passed
+    >>> check_jacobian(tr.ops.Tanh, tr.explicit_jacobians.tanh, x).passed
     True
     """
     if at not in ("output", "input"):

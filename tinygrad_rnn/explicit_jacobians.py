@@ -1,4 +1,6 @@
-"""Explicit Jacobian matrices, for study and for checking the hand-written VJPs.
+"""Explicit Jacobian matrices, for study and for checking the hand-written VJPs
+(``tr.explicit_jacobians``; ``tr.jacobians`` is its former name, kept for pages that still
+use it).
 
 Each function takes the quantity the derivative is written in (the op's *output* for
 softmax, log_softmax, tanh and sigmoid; relu's output works since y > 0 exactly where x > 0),
@@ -7,8 +9,8 @@ and returns, for the last axis of size n, an array of shape ``(..., n, n)`` with
 ``J[..., i, j] = dy_i / dx_j``. The ops' backward passes never build these matrices: the
 tests prove ``backward(g) == J^T g`` for each.
 
-:func:`jacobian` builds the full Jacobian of any function by reverse mode, one row per
-output element.
+:func:`jacobian` (``tr.jacobian``, as torch's ``torch.autograd.functional.jacobian``) builds
+the full Jacobian of any function by reverse mode, one row per output element.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from .tensor import Tensor
 __all__ = ["softmax", "log_softmax", "tanh", "sigmoid", "relu", "layer_norm", "jacobian"]
 
 
-def _raw(y: Any, where: str = "jacobians", name: str = "y") -> Any:
+def _raw(y: Any, where: str = "explicit_jacobians", name: str = "y") -> Any:
     """The array of a Tensor; arrays stay on their device; lists become NumPy arrays. A
     TypeError naming ``where`` and ``name`` unless it holds real numbers (a string, an
     object array, a complex array)."""
@@ -31,11 +33,11 @@ def _raw(y: Any, where: str = "jacobians", name: str = "y") -> Any:
 
 def _last_axis(y: Any, name: str) -> Any:
     """The array of ``y``, which needs a last axis to take the Jacobian along."""
-    y = _raw(y, f"jacobians.{name}")
+    y = _raw(y, f"explicit_jacobians.{name}")
     if y.ndim == 0:
         raise ValueError(
-            f"jacobians.{name}: y is 0-d (a scalar), but the Jacobian is taken along the last "
-            f"axis; pass an array of shape (..., n), e.g. y.reshape(1) for one value"
+            f"explicit_jacobians.{name}: y is 0-d (a scalar), but the Jacobian is taken along "
+            f"the last axis; pass an array of shape (..., n), e.g. y.reshape(1) for one value"
         )
     return y
 
@@ -106,9 +108,9 @@ def layer_norm(x: Any, eps: float = 1e-5, weight: Any = None) -> Any:
     (neither does scaling the centred row, up to eps). With ``weight`` (shape (M,)) the
     rows are scaled: dy/dx = diag(weight) J. The bias adds a constant and does not appear.
     """
-    x = _raw(x, "jacobians.layer_norm", "x")
+    x = _raw(x, "explicit_jacobians.layer_norm", "x")
     if x.ndim == 0:
-        raise ValueError("jacobians.layer_norm: x is 0-d (a scalar), but the rows are "
+        raise ValueError("explicit_jacobians.layer_norm: x is 0-d (a scalar), but the rows are "
                          "normalized along the last axis; pass an array of shape (..., M), "
                          "e.g. x.reshape(1) for one value")
     if x.dtype.kind != "f":
@@ -122,10 +124,10 @@ def layer_norm(x: Any, eps: float = 1e-5, weight: Any = None) -> Any:
     # (LN6) dmu/dx_j = 1/M, dsigma/dx_j = x_hat_j / M, put into dx_hat_i/dx_j: (LN7)
     jac = (eye - 1.0 / n - x_hat[..., :, None] * x_hat[..., None, :] / n) / sigma[..., None]
     if weight is not None:
-        w = _raw(weight, "jacobians.layer_norm", "weight")
+        w = _raw(weight, "explicit_jacobians.layer_norm", "weight")
         if w.shape != (n,):
-            raise ValueError(f"jacobians.layer_norm: weight must have shape ({n},) to match "
-                             f"the last axis of x (shape {x.shape}), got {w.shape}")
+            raise ValueError(f"explicit_jacobians.layer_norm: weight must have shape ({n},) to "
+                             f"match the last axis of x (shape {x.shape}), got {w.shape}")
         jac = w[:, None] * jac
     return jac
 
