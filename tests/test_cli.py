@@ -256,8 +256,54 @@ def test_demo_vanishing_gradients_gets_quick_out_and_seed(capsys: pytest.Capture
 
 def test_demo_options_are_read_from_argparse_calls() -> None:
     assert cli.demo_options(ROOT / "tinygrad_rnn" / "demos" / "vanishing_gradients.py") == {
-        "--quick", "--out", "--seed", "--device", "--no-progress"}
+        "--quick", "--out", "--seed", "--device", "--no-progress", "--run-dir"}
     assert cli.demo_options(ROOT / "tinygrad_rnn" / "demos" / "quickstart.py") == {"--seed", "--device"}
+
+
+@pytest.mark.parametrize("demo", ["vanishing_gradients", "char_lm", "string_reversal"])
+def test_training_demos_take_run_dir_and_the_command_passes_it_on(
+        demo: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    path = ROOT / "tinygrad_rnn" / "demos" / f"{demo}.py"
+    module = cli._load_script(path, "_test_run_dir_")
+    assert module.parse_args(["--run-dir", str(tmp_path)]).run_dir == str(tmp_path)
+    assert module.parse_args([]).run_dir is None
+    # each of the demo's training loops writes its own run folder inside the demo's
+    assert 'run_dir=runs.child(getattr(args, "run", None), ' in path.read_text("utf-8")
+    calls = []
+    monkeypatch.setattr(cli, "_call_main", lambda fn, argv, prog: calls.append(argv) or 0)
+    assert run(capsys, "demo", demo, "--run-dir", str(tmp_path))[0] == 0
+    assert calls[-1] == ["--run-dir", str(tmp_path)]
+
+
+def test_run_demo_writes_the_demos_run_folder_and_one_per_training_loop(
+        capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    """What --run-dir does in every training demo: run_demo opens the demo's run folder
+    as args.run, and each fit writes its own folder inside it."""
+    import argparse
+
+    from tinygrad_rnn import runs
+
+    def demo(args: argparse.Namespace) -> None:
+        for name in ("LSTM", "Elman tanh"):
+            w = tr.zeros(3, requires_grad=True)
+            opt = tr.optim.SGD([w], lr=0.1)
+            tr.training.fit(lambda i: ((w - 1.0) ** 2).sum(), 4, opt, progress=False,
+                            run_dir=runs.child(getattr(args, "run", None), name))
+
+    args = argparse.Namespace(run_dir=str(tmp_path / "run"), seed=5, device="cpu")
+    assert cli.run_demo("toy", args, demo) == 0
+    manifest = runs.read_manifest(tmp_path / "run")
+    assert manifest["status"] == "finished" and manifest["seed"] == 5
+    assert manifest["config"]["run_dir"] == str(tmp_path / "run")
+    folders = runs.find_runs(tmp_path / "run")
+    assert [f.name for f in folders] == ["Elman_tanh", "LSTM"]
+    assert all(len(runs.read_metrics(f)["step"]) == 4 for f in folders)
+    assert run(capsys, "plot", str(tmp_path / "run"))[0] == 0
+    assert (tmp_path / "run" / "figures" / "learning_curves.png").is_file()
+    # without --run-dir nothing is written and args.run is None
+    args = argparse.Namespace(run_dir=None, seed=5, device="cpu")
+    assert cli.run_demo("toy", args, demo) == 0 and args.run is None
 
 
 def test_demo_device_runs_the_quickstart_on_the_standin(capsys: pytest.CaptureFixture

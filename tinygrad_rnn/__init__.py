@@ -29,7 +29,7 @@ from . import optim
 from . import onnx
 from . import nn
 from .io import load, save
-from . import bptt, data, decoding, lm, monitor, training, truncation, viz
+from . import bptt, data, decoding, lm, monitor, runs, training, truncation, viz
 from . import utils
 
 __version__ = "0.2.0"

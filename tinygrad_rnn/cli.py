@@ -22,6 +22,11 @@ Subcommands
 ``info``
     Versions, array backends, BLAS and thread settings, whether Graphviz's ``dot`` is found:
     what to paste into a bug report.
+``plot RUN_DIR``
+    Redraw a run folder's figures from its CSV files alone (:mod:`tinygrad_rnn.runs`).
+``sweep CONFIG.toml --out DIR``
+    Run a grid of training runs, one run folder per point, on a local process pool or a
+    Dask cluster (:mod:`tinygrad_rnn.sweep`).
 
 ``tinygrad-rnn`` with no command prints this help and exits 0, like ``--help``.
 
@@ -65,6 +70,9 @@ examples:
   tinygrad-rnn graph lstm --steps 8 --out out/graph   # the unrolled graph, both engines
   tinygrad-rnn graph elman --steps 30 --engine autograd --format dot --out out/graph
   tinygrad-rnn info                            # versions, backends, BLAS, threads
+  tinygrad-rnn demo vanishing_gradients --quick --run-dir runs/vg   # metrics + manifest
+  tinygrad-rnn plot runs/vg                    # its figures again, from the CSV files
+  tinygrad-rnn sweep sweeps/adding_small_sweep.toml --out runs/small --workers 2
 
 bench needs the repository's benchmarks/ folder: run it from a source checkout installed with
 `pip install -e .`; the demos ship inside the package.
@@ -195,6 +203,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
              ("--out", [args.out] if args.out is not None else None),
              ("--seed", [str(args.seed)] if args.seed is not None else None),
              ("--device", [args.device] if args.device is not None else None),
+             ("--run-dir", [args.run_dir] if args.run_dir is not None else None),
              ("--no-progress", [] if args.no_progress else None))
     for flag, value in given:
         if value is None:
@@ -546,8 +555,40 @@ def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namesp
     except RuntimeError as err:
         print(f"{name}: error: {err}", file=sys.stderr)
         return 2
-    run(args)
+    from .runs import open_run
+
+    # --run-dir: a run folder for the whole demo (its manifest); each fit writes its own
+    # run folder inside it (tr.runs.child(args.run, name))
+    with open_run(getattr(args, "run_dir", None), config=vars(args),
+                  seed=getattr(args, "seed", None), device=args.device) as args.run:
+        run(args)
     return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    """Redraw a run folder's figures from its CSV files."""
+    from .run_figures import plot_run
+
+    try:
+        written = plot_run(args.run_dir, args.out)
+    except (FileNotFoundError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    for path in written:
+        print(path)
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    """Run (or resume) a sweep; exit 1 when a point failed twice."""
+    from . import sweep
+
+    try:
+        report = sweep.run_sweep(args.config, args.out, workers=args.workers,
+                                 scheduler=args.scheduler,
+                                 progress=progress_enabled(args.no_progress))
+    except sweep.SweepError as err:
+        raise UsageError(str(err)) from None
+    return 1 if report.failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -580,6 +621,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--device", choices=("cpu", "cuda", "standin"),
                       help="where the demo's networks run (the demo's default: cpu); cuda "
                            "needs CuPy and a GPU, standin is the test device")
+    demo.add_argument("--run-dir", metavar="DIR",
+                      help="write a run folder (manifest, metrics.csv; if the demo has it)")
     demo.add_argument("--no-progress", action="store_true",
                       help=f"no progress bars (if the demo has them); {PROGRESS_ENV}=0 "
                            f"does the same, and bars are off anyway when stderr is not a "
@@ -675,6 +718,47 @@ def build_parser() -> argparse.ArgumentParser:
     books.add_argument("--pages", metavar="A,B,...",
                        help="only these pages (names without .md); default all")
 
+    plot = sub.add_parser(
+        "plot", help="redraw a run folder's figures from its CSV files",
+        description="Draw the learning curves, gradient norms (before and after clipping), "
+                    "learning rate and, when the run had a gradient monitor, the heatmap of "
+                    "||dL/dh_t|| over training, from RUN_DIR's metrics.csv and "
+                    "state_norms.csv alone (and from each run folder directly inside it).",
+        epilog="examples:\n  tinygrad-rnn plot runs/vg\n"
+               "  tinygrad-rnn plot runs/small/points/cell=lstm__T=10__rep=0 --out figs",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    plot.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
+    plot.add_argument("--out", metavar="DIR",
+                      help="folder for the figures (default RUN_DIR/figures)")
+
+    sweep = sub.add_parser(
+        "sweep", help="run a grid of experiments, one run folder per point",
+        description="Run every point of CONFIG.toml's grid (and random samples) of a "
+                    "registered experiment, each in its own run folder under "
+                    "DIR/points/, with a seed derived from the config's seed and the "
+                    "point. Finished points are skipped when the command is run again; a "
+                    "failed point is retried once and reported. Writes DIR/results.csv, "
+                    "prints a summary table and draws DIR/summary.png. --scheduler "
+                    "ADDRESS runs the points on a Dask cluster (pip install "
+                    "\"tinygrad_rnn[sweep]\").",
+        epilog="examples:\n"
+               "  tinygrad-rnn sweep sweeps/adding_small_sweep.toml --out runs/small\n"
+               "  tinygrad-rnn sweep sweeps/adding_full_sweep.toml --out runs/full "
+               "--workers 8\n"
+               "  tinygrad-rnn sweep sweeps/adding_full_sweep.toml --out runs/full "
+               "--scheduler tcp://10.0.0.5:8786",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("config", metavar="CONFIG.toml", help="the sweep's TOML file")
+    sweep.add_argument("--out", required=True, metavar="DIR",
+                       help="the sweep's folder (created; run again to resume)")
+    sweep.add_argument("--workers", type=whole_number(1), default=None, metavar="N",
+                       help="local worker processes (default: the config's workers, else "
+                            "the usable CPUs); 1 runs the points in this process")
+    sweep.add_argument("--scheduler", metavar="ADDRESS",
+                       help="a Dask scheduler address (tcp://host:8786) to run the points on")
+    sweep.add_argument("--no-progress", action="store_true",
+                       help=f"no progress bar ({PROGRESS_ENV}=0 does the same)")
+
     parser.set_defaults(commands=sub.choices)
     sub.add_parser("info", help="versions, backends, BLAS, threads, Graphviz",
                    description="Print versions (tinygrad_rnn, Python, NumPy, matplotlib, "
@@ -717,6 +801,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_graph(args)
         if args.command == "notebooks":
             return _cmd_notebooks(args)
+        if args.command == "plot":
+            return _cmd_plot(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
         return _cmd_info(args)
     except UsageError as err:
         print(f"tinygrad-rnn {args.command}: error: {err}", file=sys.stderr)

@@ -4,7 +4,10 @@ minibatch tasks (:func:`fit`) and for long streams under a truncation schedule
 terminal and ``TINYGRAD_RNN_PROGRESS`` does not say otherwise: :func:`progress_enabled`;
 ``progress=True``/``False`` forces it), call a callback after every update,
 optionally clip the gradient norm and record gradient norms in a
-:class:`~tinygrad_rnn.monitor.GradientMonitor`.
+:class:`~tinygrad_rnn.monitor.GradientMonitor`. With ``run_dir=`` they write a run folder
+(:mod:`tinygrad_rnn.runs`): a manifest, and one metrics row per update (loss, validation
+loss, gradient norm before and after clipping, learning rate, and the per-step
+||dL/dh_t|| of the monitor when there is one).
 
 Devices
 -------
@@ -248,27 +251,82 @@ def _progress(total: int, desc: str, enabled: bool | None) -> Any:
     return tqdm(total=total, desc=desc, disable=not enabled, leave=False, dynamic_ncols=True)
 
 
+def _global_grad_norm(params: list) -> float:
+    """||dL/dtheta|| over all parameters (float64 on their device; one number comes back)."""
+    total = 0.0
+    for p in params:
+        if p._grad is not None:
+            g = p._grad.astype(np.float64)
+            total += float((g * g).sum())
+    return float(np.sqrt(total))
+
+
+def _monitor_keys(monitor: Any) -> list[tuple]:
+    """The (module, layer, direction, kind) of every per-step norm a GradientMonitor
+    records, from its public ``recurrent`` modules."""
+    keys = []
+    for name, module in monitor.recurrent.items():
+        kinds = ("h", "c") if getattr(module, "mode", "") == "LSTM" else ("h",)
+        for layer in range(module.num_layers):
+            for direction in range(module.num_directions):
+                keys += [(name, layer, direction, kind) for kind in kinds]
+    return keys
+
+
+def _open_run(where: str, run_dir: Any, config: dict) -> tuple[Any, bool]:
+    """(the RunWriter to log to or None, whether this loop made it and must close it)."""
+    from .runs import RunWriter
+
+    if run_dir is None or isinstance(run_dir, RunWriter):
+        return run_dir, False
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"{where}: run_dir must be a folder path, a tr.runs.RunWriter or "
+                        f"None, got {type(run_dir).__name__}")
+    return RunWriter(run_dir, config=config), True
+
+
+def _loop_config(where: str, optimizer: Any, clip: float | None, **settings: Any) -> dict:
+    """What the manifest of a run folder made by :func:`fit` or :func:`train_stream`
+    records about the loop."""
+    hyper = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+    return {"loop": where, "optimizer": type(optimizer).__name__, "param_groups": hyper,
+            "clip": clip, **settings}
+
+
 class _Updater:
-    """Shared per-update logic: clip, monitor, step, zero, callback, validate, stop."""
+    """Shared per-update logic: clip, monitor, step, zero, callback, validate, stop, and
+    the run folder's row."""
 
     def __init__(self, params: list, optimizer: Any, clip: float | None, monitor: Any,
                  callback: Callable | None, validate: Callable[[], float] | None,
                  val_every: int, stopper: EarlyStopping | None, bar: Any,
-                 result: TrainResult, where: str) -> None:
+                 result: TrainResult, where: str, run: Any = None) -> None:
         self.where = where
         self.params, self.optimizer, self.clip, self.monitor = params, optimizer, clip, monitor
         self.callback, self.validate, self.val_every = callback, validate, val_every
         self.stopper, self.bar, self.result = stopper, bar, result
+        self.run = run
+        if run is not None:
+            run.start_metrics(monitored=monitor is not None)
+            self.keys = _monitor_keys(monitor) if monitor is not None else []
 
     def __call__(self, loss_value: float) -> None:
+        pre = post = None  # the run folder's norms (float64, as the monitor's)
         if self.clip is not None:
             from .nn.utils import clip_grad_norm_
 
             if self.monitor is not None:
-                self.monitor.before_clip()
+                pre = self.monitor.before_clip()
+            elif self.run is not None:
+                pre = _global_grad_norm(self.params)
             clip_grad_norm_(self.params, self.clip)
+            if self.run is not None:
+                post = _global_grad_norm(self.params)
+        elif self.run is not None:
+            pre = post = _global_grad_norm(self.params)
         if self.monitor is not None:
             self.monitor.record(clipped=self.clip is not None)
+        lr = self.optimizer.param_groups[0].get("lr") if self.run is not None else None
         self.optimizer.step()
         self.optimizer.zero_grad()
         r = self.result
@@ -284,6 +342,14 @@ class _Updater:
             if self.stopper is not None and self.stopper.update(val):
                 r.stopped_early = stop = True
         self.bar.set_postfix(postfix)
+        if self.run is not None:
+            states = None
+            if self.monitor is not None:  # this update's row of each per-step norm
+                states = {key: self.monitor.state_norms(*key)[-1] for key in self.keys}
+            val_now = r.val_losses[-1][1] if r.val_losses and \
+                r.val_losses[-1][0] == r.steps else None
+            self.run.log(loss_value, grad_norm=pre, clipped_norm=post, lr=lr,
+                         val_loss=val_now, state_norms=states)
         if self.callback is not None:  # also for the update that triggers early stopping
             self.callback(r.steps, loss_value)
         if stop:
@@ -316,7 +382,7 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
         callback: Callable[[int, float], None] | None = None,
         validate: Callable[[], float] | None = None, val_every: int = 0,
         patience: int | None = None, tol: float = 0.0, progress: bool | None = None,
-        desc: str = "train") -> TrainResult:
+        desc: str = "train", run_dir: Any = None) -> TrainResult:
     """Minibatch training: for each update i, ``loss = step_fn(i)`` (forward on a batch),
     then backward, optional clipping to ``clip``, monitor, ``optimizer.step()`` and
     ``zero_grad()``. Every ``val_every`` updates ``validate()`` is called; with ``patience``
@@ -332,7 +398,13 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     ``val_every`` and ``patience < 1`` (a non-int one raises ``TypeError``).
 
     ``step_fn`` puts its batch on the model's device (see the module docstring); ``fit``
-    copies nothing between devices except each loss value, read back as a Python float."""
+    copies nothing between devices except each loss value, read back as a Python float
+    (with ``run_dir``, also the two gradient norms of each update).
+
+    ``run_dir`` (a folder path or a :class:`tinygrad_rnn.runs.RunWriter`) writes a run
+    folder: one row of metrics.csv per update. A path makes a new run folder (an existing
+    run there is an error) whose manifest ``fit`` finalises as finished or failed; a
+    RunWriter is written to and left open for its owner to close."""
     _check_callable("fit", "step_fn", step_fn, "a callable step_fn(i) returning the loss",
                     optional=False)
     _check_count("fit", "steps", steps, 0)
@@ -340,16 +412,25 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     params, clip = _check_loop_args("fit", optimizer, clip, monitor, callback, progress, desc)
     result = TrainResult()
     stopper = EarlyStopping(patience, tol) if patience is not None else None
-    with _progress(steps, desc, progress) as bar:
-        update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
-                          stopper, bar, result, "fit")
-        try:
-            for i in range(steps):
-                loss = _loss_tensor(step_fn(i), "fit", "step_fn")
-                loss.backward()
-                update(float(loss.item()))
-        except _Stop:
-            pass
+    run, owned = _open_run("fit", run_dir, _loop_config(
+        "fit", optimizer, clip, steps=steps, val_every=val_every, patience=patience, tol=tol))
+    try:
+        with _progress(steps, desc, progress) as bar:
+            update = _Updater(params, optimizer, clip, monitor, callback, validate,
+                              val_every, stopper, bar, result, "fit", run)
+            try:
+                for i in range(steps):
+                    loss = _loss_tensor(step_fn(i), "fit", "step_fn")
+                    loss.backward()
+                    update(float(loss.item()))
+            except _Stop:
+                pass
+    except BaseException as err:
+        if owned:
+            run.close(err)
+        raise
+    if owned:
+        run.close()
     return result
 
 
@@ -360,7 +441,8 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
                  callback: Callable[[int, float], None] | None = None,
                  validate: Callable[[], float] | None = None, val_every: int = 0,
                  patience: int | None = None, tol: float = 0.0, progress: bool | None = None,
-                 desc: str = "train", time_axis: int = 0) -> TrainResult:
+                 desc: str = "train", time_axis: int = 0,
+                 run_dir: Any = None) -> TrainResult:
     """Train on a long stream ``x`` with a truncation schedule (stateful TBPTT): the hidden
     state is carried across windows (detached) and reset to ``state`` at each epoch. One
     optimizer update per window; see :func:`tinygrad_rnn.bptt.truncation.run_truncated` for
@@ -368,8 +450,8 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
 
     ``x`` (a Tensor or a NumPy array) is copied to the parameters' device once, before the
     first window, when it is on the host; a stream on another device is an error.
-    ``validate``, ``val_every`` and ``patience`` follow the rules of :func:`fit`; ``epochs``
-    is an int >= 0."""
+    ``validate``, ``val_every``, ``patience`` and ``run_dir`` follow the rules of
+    :func:`fit`; ``epochs`` is an int >= 0."""
     where = "train_stream"
     _check_callable(where, "forward", forward, "a callable forward(x_window, state)",
                     optional=False)
@@ -390,17 +472,27 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
                          f"{x.shape} ({x.ndim} axes)")
     stopper = EarlyStopping(patience, tol) if patience is not None else None
     per_epoch = len(windows(x.shape[time_axis], schedule))
-    with _progress(per_epoch * epochs, desc, progress) as bar:
-        update = _Updater(params, optimizer, clip, monitor, callback, validate, val_every,
-                          stopper, bar, result, where)
+    run, owned = _open_run(where, run_dir, _loop_config(
+        where, optimizer, clip, schedule=repr(schedule), epochs=epochs,
+        windows_per_epoch=per_epoch, val_every=val_every, patience=patience, tol=tol))
+    try:
+        with _progress(per_epoch * epochs, desc, progress) as bar:
+            update = _Updater(params, optimizer, clip, monitor, callback, validate,
+                              val_every, stopper, bar, result, where, run)
 
-        def on_window(w: Window, loss: Tensor) -> None:
-            update(float(loss.item()))
+            def on_window(w: Window, loss: Tensor) -> None:
+                update(float(loss.item()))
 
-        try:
-            for _ in range(epochs):
-                run_truncated(forward, x, schedule, loss_fn, state=state,
-                              on_window=on_window, time_axis=time_axis)
-        except _Stop:
-            pass
+            try:
+                for _ in range(epochs):
+                    run_truncated(forward, x, schedule, loss_fn, state=state,
+                                  on_window=on_window, time_axis=time_axis)
+            except _Stop:
+                pass
+    except BaseException as err:
+        if owned:
+            run.close(err)
+        raise
+    if owned:
+        run.close()
     return result

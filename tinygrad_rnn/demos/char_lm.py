@@ -5,6 +5,7 @@ perplexity.
 
 Run:  tinygrad-rnn demo char_lm [--quick] [--out DIR] [--seed N] [--epochs E] [--max-chars N]
                                 [--device {cpu,cuda,standin}] [--no-progress]
+                                [--run-dir DIR]
 
 The corpus ships with Python (``pydoc_data.topics``, about 0.5 MB of English): no download.
 It is split contiguously into train / valid / test (80/10/10). Trained and evaluated on it:
@@ -44,7 +45,7 @@ import numpy as np
 
 import tinygrad_rnn as tr
 from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
-from tinygrad_rnn import viz
+from tinygrad_rnn import runs, viz
 from tinygrad_rnn.truncation import chunked
 from tinygrad_rnn.data import char_corpus, lm_stream
 from tinygrad_rnn.lm import (
@@ -84,7 +85,8 @@ def train_ffnn(corpus, args: argparse.Namespace, rng: np.random.Generator,
 
     t0 = time.time()
     tr.training.fit(step, args.ffnn_steps, opt, clip=1.0, desc="feed-forward LM",
-                    progress=progress_enabled(args.no_progress))
+                    progress=progress_enabled(args.no_progress),
+                    run_dir=runs.child(getattr(args, "run", None), "feed-forward"))
     model.eval()
     ppl = evaluate_perplexity(model.token_log_probs, test_ids)
     return ("feed-forward (5 chars)", ppl, model.num_parameters(), time.time() - t0)
@@ -116,7 +118,8 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
         model, x, loss_fn, opt, chunked(args.bptt), epochs=args.epochs, clip=1.0,
         callback=callback, validate=validate, val_every=args.val_every, time_axis=1,
         desc=f"{cell.upper()} LM, TBPTT({args.bptt})",
-        progress=progress_enabled(args.no_progress))
+        progress=progress_enabled(args.no_progress),
+        run_dir=runs.child(getattr(args, "run", None), cell))
     for step, val in result.val_losses:
         lo = max(0, step - args.val_every)
         train_ppl.append(float(np.exp(np.mean(window_losses[lo:step]))))
@@ -195,6 +198,9 @@ def run(args: argparse.Namespace) -> dict:
     corpus = char_corpus(max_chars=args.max_chars)
     valid_ids, test_ids = corpus.valid[:args.n_eval], corpus.test[:args.n_eval]
     print(f"corpus: {len(corpus.train):,} train / {len(corpus.valid):,} valid / "
+    p.add_argument("--run-dir", metavar="DIR", default=None,
+                   help="write a run folder here: the demo's manifest, and one run folder per "
+                        "trained model (metrics.csv); redraw with tinygrad-rnn plot DIR")
           f"{len(corpus.test):,} test characters, vocabulary {len(corpus.vocab)}; "
           f"scoring {len(test_ids):,} test characters; neural models on {args.device}")
 

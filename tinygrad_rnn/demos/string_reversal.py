@@ -4,6 +4,7 @@ and writes figures of the accuracy against length, the learning curves and atten
 
 Run:  tinygrad-rnn demo string_reversal [--quick] [--out DIR] [--seed N] [--steps N]
                                         [--device {cpu,cuda,standin}] [--no-progress]
+                                        [--run-dir DIR]
 
 The task (tinygrad_rnn.data.reversal): the source is random letters a-h with noise symbols
 '#' and '*' mixed in, the target is the letters reversed with the noise dropped. Two models
@@ -44,7 +45,7 @@ import numpy as np
 
 import tinygrad_rnn as tr
 from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
-from tinygrad_rnn import decoding, viz
+from tinygrad_rnn import decoding, runs, viz
 from tinygrad_rnn.data import reversal_examples, reversal_task
 
 CONFIGS = {
@@ -66,8 +67,9 @@ def build(decoder: str, vocab_size: int, cfg: dict, seed: int) -> tr.nn.Seq2Seq:
 
 
 def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str,
-          progress: bool = False) -> list:
-    """Adam with clipping; returns the loss of every update (``progress``: show a bar)."""
+          progress: bool = False, run_dir: str | None = None) -> list:
+    """Adam with clipping; returns the loss of every update (``progress``: show a bar;
+    ``run_dir``: write a run folder there)."""
     rng = np.random.default_rng(seed)
     opt = tr.optim.Adam(model.parameters(), lr=cfg["lr"])
     # one decay step: the learning rate drops to 30% after 60% of the updates (after the
@@ -86,7 +88,7 @@ def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str,
         sched.step()
 
     result = tr.training.fit(step_fn, cfg["steps"], opt, clip=1.0, callback=after,
-                             desc=desc, progress=progress)
+                             desc=desc, progress=progress, run_dir=run_dir)
     return result.losses
 
 
@@ -128,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "without); a small number makes a fast smoke test")
     parser.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                         help="where the models run (default cpu); cuda needs CuPy and a GPU")
+    parser.add_argument("--run-dir", metavar="DIR", default=None,
+                        help="write a run folder here: the demo's manifest, and one run "
+                             "folder per model (metrics.csv); redraw with tinygrad-rnn plot")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they "
                              "are off anyway when stderr is not a terminal)")
@@ -171,7 +176,8 @@ def run(args: argparse.Namespace) -> dict:
         model = build(decoder, V, cfg, args.seed).to(args.device)
         t = time.perf_counter()
         losses = train(model, task, cfg, args.seed, name,
-                       progress=progress_enabled(args.no_progress))
+                       progress=progress_enabled(args.no_progress),
+                       run_dir=runs.child(getattr(args, "run", None), name))
         print(f"{name:13s} ({decoder}): {cfg['steps']} updates in "
               f"{time.perf_counter() - t:.0f} s, final loss {np.mean(losses[-20:]):.4f}")
         models[name], curves[name] = model, losses

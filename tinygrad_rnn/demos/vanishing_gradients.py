@@ -5,6 +5,7 @@ and writes the figures.
 
 Run:  tinygrad-rnn demo vanishing_gradients [--quick] [--out DIR] [--seed N]
                                             [--device {cpu,cuda,standin}] [--no-progress]
+                                            [--run-dir DIR]
 
 Part 1, gradients at initialisation. For Elman tanh RNNs whose W_hh is a random orthogonal
 matrix scaled to spectral radius rho (so sigma_max(W_hh) = rho too), an Elman ReLU RNN, a GRU
@@ -45,6 +46,7 @@ import numpy as np
 import tinygrad_rnn as tr
 from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
 from tinygrad_rnn import monitor as mon
+from tinygrad_rnn import runs
 from tinygrad_rnn import viz
 from tinygrad_rnn.data import AddingBaseline, adding_problem
 
@@ -172,7 +174,8 @@ def train_adding(kind: str, args: argparse.Namespace, seed: int) -> tuple[list, 
     result = tr.training.fit(step, args.steps, opt, clip=1.0, monitor=monitor,
                              validate=validate, val_every=args.val_every,
                              desc=f"adding T={T} {kind}",
-                             progress=progress_enabled(args.no_progress))
+                             progress=progress_enabled(args.no_progress),
+                             run_dir=runs.child(getattr(args, "run", None), kind))
     with tr.no_grad():
         test = F.mse_loss(model(x_test), y_test).item()
     return result.losses, result.val_losses, test, monitor.state_norms()
@@ -191,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed (>= 0) of the data and the initial weights (default 0)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the networks run (default cpu); cuda needs CuPy and a GPU")
+    p.add_argument("--run-dir", metavar="DIR", default=None,
+                   help="write a run folder here: the demo's manifest, and one run folder per "
+                        "trained model (metrics.csv); redraw with tinygrad-rnn plot DIR")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
                         "off anyway when stderr is not a terminal)")
