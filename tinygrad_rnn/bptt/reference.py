@@ -69,7 +69,9 @@ def elman_backward_reference(dhs: Array | None, dh_n: Array | None, caches: list
     xp = get_array_module(caches[0].h_t)
     T = len(caches)
     carried = _or_zeros(dh_n, caches[-1].h_t)           # carried_{T-1} = dh_n (B3)
-    dh_all, dx, steps = [None] * T, [None] * T, [None] * T
+    dh_all: list[Any] = [None] * T
+    dx: list[Any] = [None] * T
+    steps: list[Any] = [None] * T
     for t in reversed(range(T)):
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried)
         dh_t = dy_t + carried                           # (E3) loss at t + carried from t+1
@@ -102,7 +104,9 @@ def gru_backward_reference(dhs: Array | None, dh_n: Array | None, caches: list) 
     xp = get_array_module(caches[0].h_t)
     T = len(caches)
     carried = _or_zeros(dh_n, caches[-1].h_t)           # carried_{T-1} = dh_n (B3)
-    dh_all, dx, steps = [None] * T, [None] * T, [None] * T
+    dh_all: list[Any] = [None] * T
+    dx: list[Any] = [None] * T
+    steps: list[Any] = [None] * T
     for t in reversed(range(T)):
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried)
         dh_t = dy_t + carried                           # (G5) loss at t + carried from t+1
@@ -149,7 +153,10 @@ def lstm_backward_reference(dhs: Array | None, dh_n: Array | None, dc_n: Array |
     T = len(caches)
     carried_h = _or_zeros(dh_n, caches[-1].h_t)         # carried_{T-1} = dh_n (B3)
     carried_c = _or_zeros(dc_n, caches[-1].c_t)         # and dc_n for the cell
-    dh_all, dc_all, dx, steps = [None] * T, [None] * T, [None] * T, [None] * T
+    dh_all: list[Any] = [None] * T
+    dc_all: list[Any] = [None] * T
+    dx: list[Any] = [None] * T
+    steps: list[Any] = [None] * T
     for t in reversed(range(T)):
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried_h)
         dh_t = dy_t + carried_h                         # (L7) loss at t + carried from t+1

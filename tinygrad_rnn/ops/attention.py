@@ -237,9 +237,11 @@ def attention_backward(dc: Any, cache: AttentionCache, dalpha: Any = None) -> At
     G = masked_softmax_backward(da, cache.alpha)                         # (A9) G = dS
     q, k, params = cache.q, cache.k, cache.params
     if cache.score == "dot":
-        return AttentionGrads(*dot_scores_backward(G, q, k), dvalues)
+        dq, dk = dot_scores_backward(G, q, k)
+        return AttentionGrads(dq, dk, dvalues)
     if cache.score == "scaled_dot":
-        return AttentionGrads(*scaled_dot_scores_backward(G, q, k), dvalues)
+        dq, dk = scaled_dot_scores_backward(G, q, k)
+        return AttentionGrads(dq, dk, dvalues)
     if cache.score == "bilinear":
         dq, dk, dweight = bilinear_scores_backward(G, q, k, params.weight)
         return AttentionGrads(dq, dk, dvalues, dweight=dweight)
