@@ -68,7 +68,8 @@ def test_char_lm_runs_and_prints_one_table(tmp_path: Path) -> None:
         m = row.match(line)
         if m:
             rows[m.group(1)] = float(m.group(2))
-    assert set(rows) == {"unigram", "bigram", "trigram", "feed-forward", "Elman", "GRU", "LSTM"}
+    assert set(rows) == {"unigram", "bigram", "trigram", "feed-forward", "Elman", "GRU", "LSTM",
+                         "TCN", "Transformer"}
     assert rows["unigram"] > rows["bigram"] > rows["trigram"]  # the lectures' ordering
     assert all(1.0 < v < 110 for v in rows.values())  # below uniform over the vocabulary
     assert "temperature 0.5:" in proc.stdout and "temperature 1.0:" in proc.stdout

@@ -13,7 +13,11 @@ It is split contiguously into train / valid / test (80/10/10). Trained and evalu
 * count-based n-grams (unigram, bigram, trigram) with interpolated Kneser-Ney smoothing;
 * the feed-forward neural LM of Bengio et al. 2003 (a window of previous characters);
 * Elman, GRU and LSTM language models trained with stateful truncated BPTT (chunked
-  TBPTT(k): the hidden state is carried across windows and batches, detached).
+  TBPTT(k): the hidden state is carried across windows and batches, detached);
+* a causal convolutional LM (a TCN: dilated causal convolutions with residuals) and a
+  Transformer LM (causal pre-norm blocks), trained on random windows of 64 characters with
+  the recurrent models' budget of characters per epoch, and scored through windows (the
+  TCN with its exact receptive field, the Transformer with windows of 64 that overlap by 32).
 
 Every model is scored by the same evaluation (``tr.lm.evaluate_perplexity``: the exp of the
 mean negative log-likelihood in nats per character, equal to 2 ** bits per character).
@@ -49,7 +53,8 @@ from tinygrad_rnn import runs, viz
 from tinygrad_rnn.truncation import chunked
 from tinygrad_rnn.data import char_corpus, lm_stream
 from tinygrad_rnn.lm import (
-    FeedForwardLM, NGramLM, RNNLM, evaluate_perplexity, lm_loss, make_contexts,
+    ConvLM, FeedForwardLM, NGramLM, RNNLM, TransformerLM, evaluate_perplexity, lm_loss,
+    lm_windows, make_contexts,
 )
 
 F = tr.functional
@@ -132,6 +137,37 @@ def train_rnn(cell: str, corpus, args: argparse.Namespace, seed: int,
     return (name, ppl, model.num_parameters(), elapsed), model, (val_x, train_ppl, val_ppl)
 
 
+def train_window_lm(kind: str, corpus, args: argparse.Namespace, seed: int,
+                    test_ids: np.ndarray) -> tuple:
+    """The convolutional (``kind='conv'``) or Transformer LM: width hidden / 2, trained on
+    random windows of ``args.context`` characters, as many characters per epoch as the
+    recurrent models read, then scored by the same evaluation."""
+    V = len(corpus.vocab)
+    width = args.hidden // 2
+    if kind == "conv":
+        model = ConvLM(V, width, kernel_size=3, num_layers=4, generator=seed)
+        name = f"TCN (R={model.receptive_field})"
+    else:
+        model = TransformerLM(V, width, nhead=4, num_layers=2, max_len=args.context,
+                              generator=seed)
+        name = f"Transformer (ctx={args.context})"
+    model = model.to(args.device)
+    opt = tr.optim.Adam(model.parameters(), lr=args.window_lr)
+    rng = np.random.default_rng(seed)
+    steps = max(1, args.epochs * len(corpus.train) // (args.window_batch * args.context))
+
+    def step(i: int) -> tr.Tensor:
+        x, y = lm_windows(corpus.train, args.window_batch, args.context, generator=rng)
+        return lm_loss(model(x), y)
+
+    t0 = time.time()
+    tr.training.fit(step, steps, opt, clip=1.0, desc=f"{name}, {steps} updates",
+                    progress=progress_enabled(args.no_progress))
+    model.eval()
+    ppl = evaluate_perplexity(model.token_log_probs, test_ids)
+    return (name, ppl, model.num_parameters(), time.time() - t0)
+
+
 def plot_curves(curves: dict, args: argparse.Namespace) -> None:
     """The figure: ``curves`` maps a model to (updates, train perplexities, validation
     perplexities); one colour per model, train solid, validation dashed."""
@@ -162,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "default 300,000 quick, all full)")
     p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
                    help="where the neural models run (default cpu); cuda needs CuPy and a GPU")
+    p.add_argument("--run-dir", metavar="DIR", default=None,
+                   help="write a run folder here: the demo's manifest, and one run folder per "
+                        "trained model (metrics.csv); redraw with tinygrad-rnn plot DIR")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
                         "off anyway when stderr is not a terminal)")
@@ -175,6 +214,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.epochs is None:
         args.epochs = 4 if args.quick else 6
     args.bptt = 32
+    args.context, args.window_batch, args.window_lr = 64, 32, 3e-3
     args.lr = 5e-3
     args.val_every = 50 if args.quick else 200
     args.ffnn_steps = 2000 if args.quick else 6000
@@ -198,9 +238,6 @@ def run(args: argparse.Namespace) -> dict:
     corpus = char_corpus(max_chars=args.max_chars)
     valid_ids, test_ids = corpus.valid[:args.n_eval], corpus.test[:args.n_eval]
     print(f"corpus: {len(corpus.train):,} train / {len(corpus.valid):,} valid / "
-    p.add_argument("--run-dir", metavar="DIR", default=None,
-                   help="write a run folder here: the demo's manifest, and one run folder per "
-                        "trained model (metrics.csv); redraw with tinygrad-rnn plot DIR")
           f"{len(corpus.test):,} test characters, vocabulary {len(corpus.vocab)}; "
           f"scoring {len(test_ids):,} test characters; neural models on {args.device}")
 
@@ -215,6 +252,8 @@ def run(args: argparse.Namespace) -> dict:
         curves[row[0]] = (vx, tp, vp)
         if cell == "lstm":
             lstm = model
+    for i, kind in enumerate(("conv", "transformer")):
+        rows.append(train_window_lm(kind, corpus, args, args.seed + 20 + i, test_ids))
 
     print("\nTest perplexity per character (same split, same evaluation):")
     print(f"{'model':<24}{'perplexity':>11}{'bits/char':>10}{'parameters':>12}{'seconds':>9}")
