@@ -73,6 +73,8 @@ examples:
   tinygrad-rnn demo vanishing_gradients --quick --run-dir runs/vg   # metrics + manifest
   tinygrad-rnn plot runs/vg                    # its figures again, from the CSV files
   tinygrad-rnn sweep sweeps/adding_small_sweep.toml --out runs/small --workers 2
+  tinygrad-rnn exercises make hw1 --tasks tanh_backward,bptt_loop   # a student copy
+  tinygrad-rnn exercises check hw1 --json grades.json                # grade it
 
 bench needs the repository's benchmarks/ folder: run it from a source checkout installed with
 `pip install -e .`; the demos ship inside the package.
@@ -759,6 +761,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--no-progress", action="store_true",
                        help=f"no progress bar ({PROGRESS_ENV}=0 does the same)")
 
+    from . import exercises  # stdlib imports only: the parser stays fast to build
+    exercises.add_parser(sub)
+
     parser.set_defaults(commands=sub.choices)
     sub.add_parser("info", help="versions, backends, BLAS, threads, Graphviz",
                    description="Print versions (tinygrad_rnn, Python, NumPy, matplotlib, "
@@ -805,6 +810,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_plot(args)
         if args.command == "sweep":
             return _cmd_sweep(args)
+        if args.command == "exercises":
+            from . import exercises
+            return exercises.run_cli(args)
         return _cmd_info(args)
     except UsageError as err:
         print(f"tinygrad-rnn {args.command}: error: {err}", file=sys.stderr)
