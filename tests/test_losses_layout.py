@@ -10,7 +10,10 @@ with a 0-d target.
   the one documented difference, a batch whose targets are all ignored, gives 0.0;
 * shape errors: a target whose shape does not fit raises exactly where torch raises, and
   the message names the function, both shapes and torch's layout; a time-major (T, N, V)
-  input with a (T, N) target is told how to flatten.
+  input with a (T, N) target is told how to flatten;
+* the plain path: without class weights, smoothing or ignored targets F.cross_entropy runs
+  PlainCrossEntropy (backward p - e_y, (SM10)), whose loss and gradient have exactly the
+  bits of the general CrossEntropy (float32 and float64, every layout and reduction).
 """
 from __future__ import annotations
 
