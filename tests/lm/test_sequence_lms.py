@@ -29,7 +29,7 @@ def _transformer(seed: int = 0, **kw) -> TransformerLM:
 @settings(max_examples=20)
 def test_cached_logits_equal_full_recomputation(norm_first: bool, positional: str, split: int,
                                                 n: int, seed: int) -> None:
-    """A prompt read at once, then tokens one at a time against the cache (X4): every step's
+    """A prompt read at once, then tokens one at a time against the cache (TF4): every step's
     logits equal the full forward pass over all the ids, to float64 rounding."""
     model = _transformer(seed, norm_first=norm_first, positional=positional)
     model.eval()
@@ -95,7 +95,7 @@ def test_no_position_reads_the_future(make) -> None:
 
 
 def test_conv_lm_reads_exactly_its_receptive_field() -> None:
-    """Logits at t depend on ids t - R + 1 .. t (C4) and on nothing older."""
+    """Logits at t depend on ids t - R + 1 .. t (TC4) and on nothing older."""
     model = ConvLM(V, 6, kernel_size=2, num_layers=3, generator=0, dtype=np.float64)
     R = model.receptive_field
     assert R == 1 + 2 * 1 * (2 ** 3 - 1)

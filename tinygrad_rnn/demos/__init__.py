@@ -13,8 +13,12 @@ from a source checkout, ``python demos/NAME.py``:
     a GRU encoder-decoder with and without Bahdanau attention on reversing strings
     (docs/attention.md);
 ``char_lm``
-    n-gram, feed-forward and recurrent character language models on one corpus, compared by
-    perplexity (docs/tutorial_2_first_rnn.md).
+    n-gram, feed-forward, recurrent, convolutional and Transformer character language models
+    on one corpus, compared by perplexity (docs/tutorial_2_first_rnn.md).
+``sequence_models``
+    recurrence, convolution and attention side by side: training time against T, generation
+    time and memory against position, gradient paths, recall at growing T
+    (docs/sequence_models.md).
 
 Importing this package imports no demo (each pulls in matplotlib and its own data).
 """

@@ -161,12 +161,13 @@ def plot_part2(res: dict, args: argparse.Namespace) -> None:
     for kind in KINDS:
         pos = np.arange(2, len(res[kind]["seconds"]) + 2)   # the prompt is position 0
         ax1.plot(pos, 1e6 * _smooth(res[kind]["seconds"]), label=kind)
-        ax2.plot(pos, np.asarray(res[kind]["bytes"]) / 1024, label=kind)
+        ax2.plot(pos, res[kind]["bytes"], label=kind)
     ax1.set_xlabel("position of the generated token")
     ax1.set_ylabel("time per token (µs, running median of 9)")
-    ax1.set_yscale("log")
     ax2.set_xlabel("position of the generated token")
-    ax2.set_ylabel("state carried to the next token (KiB)")
+    ax2.set_ylabel("state carried to the next token (bytes)")
+    for ax in (ax1, ax2):
+        ax.set_yscale("log")
     for ax in (ax1, ax2):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)

@@ -3,15 +3,15 @@ token embeddings (Bai, Kolter and Koltun 2018; the WaveNet stack of dilations).
 
 For ids w_0 .. w_{T-1}, with C channels, kernel size K and ``num_layers`` = L blocks:
 
-(C1) h^0_t = E[w_t]                                                  embedding, E (V, C)
-(C2) h^{i+1} = h^i + B^i_2 * dropout(relu(B^i_1 * h^i))              block i, dilation 2^i
-(C3) z_t = W dropout(h^L_t) + b                                      logits (V,)
+(TC1) h^0_t = E[w_t]                                                  embedding, E (V, C)
+(TC2) h^{i+1} = h^i + B^i_2 * dropout(relu(B^i_1 * h^i))              block i, dilation 2^i
+(TC3) z_t = W dropout(h^L_t) + b                                      logits (V,)
 
 where ``*`` is a causal convolution (:class:`~tinygrad_rnn.nn.CausalConv1d`: step t reads
 steps t - 2^i (K - 1 - k) for k = 0 .. K - 1, zeros before the stream's start). Each block
 reads 2 (K - 1) 2^i steps further back, so z_t depends on exactly the R most recent ids,
 
-(C4) R = 1 + 2 (K - 1) (2^L - 1)                                     the receptive field
+(TC4) R = 1 + 2 (K - 1) (2^L - 1)                                     the receptive field
 
 and on nothing older: a gradient path from the loss at t to the input at t - d has about
 log2(d) blocks when d < R and does not exist for d >= R. All T positions are computed at
@@ -45,7 +45,7 @@ __all__ = ["ConvLM"]
 
 
 class ConvLM(Module):
-    """A causal convolutional (TCN) language model, eqs. (C1)-(C4).
+    """A causal convolutional (TCN) language model, eqs. (TC1)-(TC4).
 
     Parameters
     ----------
@@ -70,7 +70,7 @@ class ConvLM(Module):
     blocks : ModuleList of ModuleList [conv1, conv2] (CausalConv1d(C, C, K, dilation 2^i))
     decoder : Linear (C -> V)
     receptive_field : int
-        R of (C4).
+        R of (TC4).
 
     Shapes
     ------
@@ -114,19 +114,19 @@ class ConvLM(Module):
         else:
             init.uniform_(self.decoder.weight, -init_range, init_range, generator=rng)
         init.zeros_(self.decoder.bias)
-        self.receptive_field = 1 + 2 * (K - 1) * (2 ** L - 1)              # (C4)
+        self.receptive_field = 1 + 2 * (K - 1) * (2 ** L - 1)              # (TC4)
 
     def forward(self, ids: Any) -> Tensor:
-        """Logits (N, T, V) of eqs. (C1)-(C3) for ids (N, T) in [0, V)."""
+        """Logits (N, T, V) of eqs. (TC1)-(TC3) for ids (N, T) in [0, V)."""
         shape = tuple(ids.shape) if hasattr(ids, "shape") else np.shape(ids)
         if len(shape) != 2:
             raise ValueError(f"ConvLM: expected token ids of shape (N, T), got shape {shape}; "
                              "use ids[None] for one sequence")
         check_ids("ConvLM", "ids", ids, self.vocab_size)
-        h = self.embedding(ids).transpose(0, 2, 1)                      # (C1) (N, C, T)
+        h = self.embedding(ids).transpose(0, 2, 1)                      # (TC1) (N, C, T)
         for conv1, conv2 in self.blocks:
-            h = h + conv2(self.drop(F.relu(conv1(h))))                  # (C2)
-        return self.decoder(self.drop(h.transpose(0, 2, 1)))            # (C3) (N, T, V)
+            h = h + conv2(self.drop(F.relu(conv1(h))))                  # (TC2)
+        return self.decoder(self.drop(h.transpose(0, 2, 1)))            # (TC3) (N, T, V)
 
     def log_probs(self, ids: Any) -> Tensor:
         """log_softmax of the logits: ids (T,) give (T, V), ids (N, T) give (N, T, V).

@@ -3,10 +3,10 @@ for generation.
 
 For ids w_0 .. w_{T-1} (T <= ``max_len``), d = ``d_model``:
 
-(X1) x^0_t = E[w_t] + P[t]                      embedding plus a positional encoding
-(X2) x^{l+1} = block_l(x^l), causal             TransformerEncoderLayer, norm_first, with
+(TF1) x^0_t = E[w_t] + P[t]                      embedding plus a positional encoding
+(TF2) x^{l+1} = block_l(x^l), causal             TransformerEncoderLayer, norm_first, with
                                                 query t attending to positions s <= t only
-(X3) z_t = W dropout(LN(x^L_t)) + b             logits (V,); W = E with ``tie_weights``
+(TF3) z_t = W dropout(LN(x^L_t)) + b             logits (V,); W = E with ``tie_weights``
 
 Every position is computed at once in training (the attention is a (T, T) matrix product
 under a causal mask), and the loss at t reaches the input at any s <= t through one
@@ -17,11 +17,11 @@ Key/value cache (incremental decoding)
 At generation step t, the new token's query attends to the keys and values of every earlier
 position. Those depend only on positions <= s (the mask), so they never change once computed:
 
-(X4) K_l[:t+1] = [K_l[:t]; k_l(x^l_t)],  V_l[:t+1] = [V_l[:t]; v_l(x^l_t)]
+(TF4) K_l[:t+1] = [K_l[:t]; k_l(x^l_t)],  V_l[:t+1] = [V_l[:t]; v_l(x^l_t)]
 
 and each step computes the new token's row only, reading the cache: O(t d) time and
 2 L d numbers more memory per generated token, where a recurrent LM keeps a state of fixed
-size. :meth:`TransformerLM.forward_cached` runs (X1)-(X3) for new tokens against a
+size. :meth:`TransformerLM.forward_cached` runs (TF1)-(TF3) for new tokens against a
 :class:`KVCache`; ``prime``/``advance`` (the protocol of :func:`~tinygrad_rnn.lm.generate`)
 use it, and tests/lm/test_sequence_lms.py checks that the logits equal those of the full
 forward pass to float64 rounding.
@@ -61,7 +61,7 @@ POSITIONAL = ("learned", "sinusoidal")
 
 class KVCache:
     """The keys and values (N, nhead, t, d / nhead) of every layer for the t positions read
-    so far, eq. (X4). Made empty by :meth:`TransformerLM.new_cache`; each
+    so far, eq. (TF4). Made empty by :meth:`TransformerLM.new_cache`; each
     :meth:`TransformerLM.forward_cached` returns a new cache one call longer (the old one is
     left as it was)."""
 
@@ -78,7 +78,7 @@ class KVCache:
 
 
 class TransformerLM(Module):
-    """A causal Transformer language model, eqs. (X1)-(X3), with a key/value cache (X4).
+    """A causal Transformer language model, eqs. (TF1)-(TF3), with a key/value cache (TF4).
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ class TransformerLM(Module):
         :class:`~tinygrad_rnn.nn.LearnedPositionalEncoding` (default) or the fixed
         :class:`~tinygrad_rnn.nn.SinusoidalPositionalEncoding`.
     norm_first : bool
-        Pre-norm blocks (default True; the final LayerNorm (X3) is then applied) or the
+        Pre-norm blocks (default True; the final LayerNorm (TF3) is then applied) or the
         paper's post-norm ones (no final norm).
     activation : {'gelu', 'relu'} or callable
         Of the feed-forward blocks (default 'gelu').
@@ -200,12 +200,12 @@ class TransformerLM(Module):
         return shape
 
     def forward(self, ids: Any) -> Tensor:
-        """Logits (N, T, V) of eqs. (X1)-(X3), every position at once under the causal
+        """Logits (N, T, V) of eqs. (TF1)-(TF3), every position at once under the causal
         mask."""
         self._check(ids, 0, "TransformerLM")
-        x = self.positional(self.embedding(ids))                        # (X1) (N, T, d)
-        h = self.encoder(x, is_causal=True)                             # (X2)
-        return self.decoder(self.drop(h))                               # (X3) (N, T, V)
+        x = self.positional(self.embedding(ids))                        # (TF1) (N, T, d)
+        h = self.encoder(x, is_causal=True)                             # (TF2)
+        return self.decoder(self.drop(h))                               # (TF3) (N, T, V)
 
     def log_probs(self, ids: Any) -> Tensor:
         """log_softmax of the logits: ids (T,) give (T, V), ids (N, T) give (N, T, V).
@@ -236,12 +236,12 @@ class TransformerLM(Module):
     def _attend_cached(self, layer: Module, h: Tensor, k_old: Any, v_old: Any,
                        offset: int) -> tuple:
         """The layer's self-attention of the new rows h (N, t, d) over the cached keys and
-        values plus their own, (X4); returns (output (N, t, d), keys, values)."""
+        values plus their own, (TF4); returns (output (N, t, d), keys, values)."""
         attn = layer.self_attn
         n, t = h.shape[0], h.shape[1]
         q, k, v = attn._projections(h, h, h)                             # (N, t, d) each
         q, k, v = attn._heads(q), attn._heads(k), attn._heads(v)        # (N, nh, t, dh)
-        keys = k if k_old is None else cat([k_old, k], axis=2)          # (X4)
+        keys = k if k_old is None else cat([k_old, k], axis=2)          # (TF4)
         values = v if v_old is None else cat([v_old, v], axis=2)
         xp = get_array_module(h._data)
         # query i sits at position offset + i and may read keys at positions <= it
@@ -252,7 +252,7 @@ class TransformerLM(Module):
 
     def forward_cached(self, ids: Any, cache: KVCache) -> tuple[Tensor, KVCache]:
         """Logits (N, t, V) of ``t`` new ids (N, t) that follow the ``cache.length`` positions
-        in ``cache``, and the cache extended by them, eq. (X4): equal to the last t rows of
+        in ``cache``, and the cache extended by them, eq. (TF4): equal to the last t rows of
         the full forward pass over all the ids (to rounding).
 
         For generation and scoring: run it in eval mode (dropout in training mode would
@@ -270,7 +270,7 @@ class TransformerLM(Module):
                 raise ValueError(f"{who}: the cache holds {k_old.shape[0]} sequences, ids "
                                  f"have {n}")
         offset = cache.length
-        x = self.positional(self.embedding(ids), offset=offset)         # (X1)
+        x = self.positional(self.embedding(ids), offset=offset)         # (TF1)
         keys, values = [], []
         for i, layer in enumerate(self.encoder.layers):
             if self.norm_first:
@@ -287,7 +287,7 @@ class TransformerLM(Module):
             values.append(v)
         if self.encoder.norm is not None:
             x = self.encoder.norm(x)
-        return self.decoder(self.drop(x)), KVCache(keys, values, offset + t)    # (X3)
+        return self.decoder(self.drop(x)), KVCache(keys, values, offset + t)    # (TF3)
 
     # ------------------------------------------------------------------ generation protocol
     def prime(self, prompt_ids: np.ndarray) -> tuple[np.ndarray, KVCache]:

@@ -152,7 +152,7 @@ class Conv1d(Function):
             x_pad = x
         u = unfold(x_pad, k, stride, dilation, out_len).reshape(n * out_len, c * k)  # (CV2)
         w2 = w.reshape(o, c * k)
-        y = u @ w2.T                                                            # (CV3)
+        y = u @ w2.T                                                # (CV1) as the GEMM (CV3)
         if b is not None:
             y += b
         ctx.save_for_backward(u, w)
