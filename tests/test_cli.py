@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import tinygrad_rnn as tr
-from tinygrad_rnn import _gradcheck_suite as suite
+from tinygrad_rnn.testing import suite
 from tinygrad_rnn import bptt, cli, ops
 from tinygrad_rnn.gradcheck import flatten_outputs
 from tinygrad_rnn.ops.base import Function

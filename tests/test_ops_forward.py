@@ -23,7 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tinygrad_rnn as tr
-from op_registry import (
+from tinygrad_rnn.testing.registry import (
     BY_NAME, REGISTRY, Case, OpInfo, as_tuple, graph_functions, random_upstream, run_vjp,
 )
 from tinygrad_rnn import functional as F

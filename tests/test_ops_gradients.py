@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import example, given
 
 import tinygrad_rnn as tr
-from op_registry import (
+from tinygrad_rnn.testing.registry import (
     HAS_WIDE_FLOAT, REGISTRY, Case, OpInfo, as_tuple, exported_functions, graph_functions,
 )
 from tinygrad_rnn.ops import Cast

@@ -221,7 +221,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _select_entries(spec: str | None) -> list[str] | None:
     """Names from a comma-separated --ops value (entry names or the groups op/cell/layer)."""
-    from . import _gradcheck_suite as suite
+    from .testing import suite
 
     if spec is None:
         return None
@@ -246,7 +246,7 @@ def _select_entries(spec: str | None) -> list[str] | None:
 
 
 def _cmd_gradcheck(args: argparse.Namespace) -> int:
-    from . import _gradcheck_suite as suite
+    from .testing import suite
 
     if args.list:
         for entry in suite.SUITE:

@@ -1,6 +1,6 @@
 """Every registered op on every device of ``DEVICES``, against the same op on the CPU.
 
-Driven by ``tests/op_registry.py``: for each entry and hypothesis example,
+Driven by ``tinygrad_rnn/testing/registry.py``: for each entry and hypothesis example,
 
 * ``test_device_forward_<op>``: the forward pass on the device equals the CPU's (exactly on
   the stand-in, see ``_devices.assert_same``) in float64 and float32, its outputs live on the
@@ -26,7 +26,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tinygrad_rnn as tr
-from op_registry import (
+from tinygrad_rnn.testing.registry import (
     BY_NAME, HAS_WIDE_FLOAT, REGISTRY, Case, OpInfo, as_tuple, cast_case, graph_functions,
     random_upstream, run_forward, run_vjp,
 )

@@ -16,8 +16,13 @@ Modules
     `hypothesis <https://hypothesis.readthedocs.io>`_ (a test dependency), which is imported
     when one of these names is first used.
 :mod:`.registry`
-    Every built-in op, cell and layer with the domain of its inputs (seeded NumPy samplers):
-    the one list that ``tinygrad-rnn gradcheck`` and the project's test suite check.
+    Every built-in differentiable op: how to call it, its NumPy reference and a sampler of
+    its domain, written once against a ``Draw`` that is a seeded NumPy generator for the CLI
+    and hypothesis in the tests: the one list that ``tinygrad-rnn gradcheck`` and the
+    project's test suites check.
+:mod:`.suite`
+    ``tinygrad-rnn gradcheck``: the registry's ops, the recurrent cells and layers, checked
+    by float64 central differences on seeded examples.
 :mod:`.cupy_emulator`
     The stand-in device ``'standin'``: NumPy underneath, CuPy's rules on top, so that a test
     without a GPU shows whether code hands device data to NumPy. Importing this package

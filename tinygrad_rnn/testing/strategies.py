@@ -22,6 +22,9 @@ Each strategy returns a hypothesis ``SearchStrategy``:
     Integer ids in ``[0, vocab_size)``, optionally with invalid ones.
 :func:`gradient_property`
     A ``given``-style decorator: a property test in a few lines.
+:func:`cases_of`
+    The domain of an op of the registry (:mod:`.registry`) as a strategy of cases: its
+    sampler run on :class:`HypothesisDraw`, whose every choice is a hypothesis draw.
 """
 from __future__ import annotations
 
@@ -35,11 +38,12 @@ from hypothesis.extra import numpy as hnp
 from ..backend import is_float_dtype
 from ..tensor import Tensor
 from .checks import CheckOptions, check_function
+from .registry import GRID, Case, Draw, OpInfo
 
 __all__ = [
     "arrays", "tensors", "broadcastable_shapes", "shape_pairs", "recurrent_weights",
     "RecurrentWeights", "padded_sequences", "PaddedSequences", "token_ids",
-    "gradient_property",
+    "gradient_property", "HypothesisDraw", "cases_of",
 ]
 
 SearchStrategy = st.SearchStrategy
@@ -571,3 +575,106 @@ def gradient_property(*strategies: SearchStrategy, **check_kwargs: Any) -> Calla
         return hypothesis.given(st.tuples(*strategies))(test)
 
     return decorate
+
+
+# ============================================================================= the registry
+def _floats(lo: float, hi: float) -> SearchStrategy:
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
+
+def _off_grid_value(k: int, u: float) -> float:
+    return GRID * k + u
+
+
+class HypothesisDraw(Draw):
+    """The registry's :class:`~tinygrad_rnn.testing.registry.Draw` on hypothesis: each value
+    is drawn from the hypothesis strategy that describes it (``hnp.array_shapes``,
+    ``hnp.mutually_broadcastable_shapes``, ``hnp.basic_indices``, ``hnp.arrays`` of bounded
+    floats...), so the samplers get hypothesis's edge cases and shrinking."""
+
+    def __init__(self, draw: Callable) -> None:
+        self.draw = draw
+
+    def integers(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def side(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def boolean(self) -> bool:
+        return self.draw(st.booleans())
+
+    def choice(self, options: Any) -> Any:
+        return self.draw(st.sampled_from(options))
+
+    def floats(self, lo: float, hi: float) -> float:
+        return self.draw(_floats(lo, hi))
+
+    def permutation(self, items: Any) -> list:
+        return list(self.draw(st.permutations(items)))
+
+    def integer_list(self, lo: int, hi: int, max_size: int, unique: bool = False) -> list:
+        return self.draw(st.lists(st.integers(lo, hi), max_size=max_size, unique=unique))
+
+    def assume(self, condition: bool) -> None:
+        hypothesis.assume(condition)
+
+    def shape(self, min_dims: int = 0, max_dims: int = 3, min_side: int = 0,
+              max_side: int = 3) -> tuple:
+        return self.draw(hnp.array_shapes(min_dims=min_dims, max_dims=max_dims,
+                                          min_side=min_side, max_side=max_side))
+
+    def broadcastable_shapes(self, count: int, min_dims: int = 0, max_dims: int = 3,
+                             min_side: int = 0, max_side: int = 3) -> tuple:
+        return tuple(self.draw(hnp.mutually_broadcastable_shapes(
+            num_shapes=count, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+            max_side=max_side)).input_shapes)
+
+    def basic_index(self, shape: tuple) -> Any:
+        return self.draw(hnp.basic_indices(shape, allow_newaxis=True, allow_ellipsis=True))
+
+    def reals(self, shape: tuple, lo: float = -3.0, hi: float = 3.0) -> np.ndarray:
+        return self.draw(hnp.arrays(np.float64, shape, elements=_floats(lo, hi)))
+
+    def nonzero(self, shape: tuple, lo: float = 0.5, hi: float = 3.0) -> np.ndarray:
+        return self.draw(hnp.arrays(np.float64, shape,
+                                    elements=_floats(-hi, -lo) | _floats(lo, hi)))
+
+    def off_grid(self, shape: tuple) -> np.ndarray:
+        value = st.builds(_off_grid_value, st.integers(-12, 11), _floats(0.05, 0.2))
+        return self.draw(hnp.arrays(np.float64, shape, elements=value))
+
+    def on_grid(self, shape: tuple) -> np.ndarray:
+        value = st.integers(-12, 12).map(lambda k: GRID * k)
+        return self.draw(hnp.arrays(np.float64, shape, elements=value))
+
+    def distinct(self, shape: tuple) -> np.ndarray:
+        size = int(np.prod(shape, dtype=np.int64))
+        ranks = np.array(self.permutation(range(size)), dtype=np.float64)
+        jitter = self.draw(hnp.arrays(np.float64, (size,), elements=_floats(0.0, 0.04)))
+        return ((ranks - size / 2) * 0.1 + jitter).reshape(shape)
+
+    def signs(self, shape: tuple) -> np.ndarray:
+        return self.draw(hnp.arrays(np.float64, shape, elements=st.sampled_from([-1.0, 1.0])))
+
+    def bools(self, shape: tuple) -> np.ndarray:
+        return self.draw(hnp.arrays(np.bool_, shape))
+
+    def int_array(self, shape: tuple, lo: int, hi: int) -> np.ndarray:
+        return self.draw(hnp.arrays(np.int64, shape, elements=st.integers(lo, hi)))
+
+
+_CASES: dict = {}
+
+
+def cases_of(op: OpInfo) -> SearchStrategy:
+    """The hypothesis strategy of :class:`~tinygrad_rnn.testing.registry.Case` objects of
+    ``op``: its sampler driven by :class:`HypothesisDraw` (``op.cases`` is this)."""
+    if op.name not in _CASES or _CASES[op.name][0] is not op:
+
+        @st.composite
+        def cases(draw: Callable) -> Case:
+            return op.sample(HypothesisDraw(draw))
+
+        _CASES[op.name] = (op, cases())
+    return _CASES[op.name][1]
