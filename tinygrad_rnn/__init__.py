@@ -54,7 +54,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # tr.testing needs hypothesis (a test dependency), so it is imported on first use only
+    # tr.testing (checkers, strategies, the op registry, the CuPy emulator) sits above the
+    # core, which never imports it: it is imported on first use of tr.testing only
     if name == "testing":
         import importlib
 
