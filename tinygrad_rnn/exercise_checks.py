@@ -452,7 +452,7 @@ def _gradcheck(what: str, fn: Callable, *leaves: Any, equation: str) -> None:
 def prop_diamond_graphs(rng: np.random.Generator) -> None:
     """A random graph of adds and products in which every value is reused (diamonds, a
     weight used at several steps): every node's backward must run after all its consumers
-    have added their gradient (docs/engine.md section 3, equation (4))."""
+    have added their gradient (docs/engine.md section 3, equation (3))."""
     import tinygrad_rnn as tr
 
     n = int(rng.integers(2, 4))
@@ -468,7 +468,7 @@ def prop_diamond_graphs(rng: np.random.Generator) -> None:
         return vals[-1] + vals[-2] * 0.5
 
     _gradcheck(f"a graph of {len(plan)} ops over {n} leaves, values reused", fn, *leaves,
-               equation="4")
+               equation="3")
 
 
 def prop_deep_chain(rng: np.random.Generator) -> None:
@@ -491,7 +491,7 @@ def prop_deep_chain(rng: np.random.Generator) -> None:
             raise PropertyFailure(
                 f"backward over a chain of {steps} ops hit Python's recursion limit: find "
                 f"the order with an explicit stack, not recursion (docs/engine.md section 3)",
-                "4") from None
+                "3") from None
     finally:
         sys.setrecursionlimit(old)
     want = c ** (steps // 2)
@@ -499,7 +499,7 @@ def prop_deep_chain(rng: np.random.Generator) -> None:
     if got is None or not np.allclose(got, want, rtol=1e-9, atol=0):
         raise PropertyFailure(f"a chain y <- y * c + 0.25 repeated {steps // 2} times: "
                               f"dL/dx = {got}, expected c^{steps // 2} = {want:.12g} at both "
-                              f"entries (shape (2,))", "4")
+                              f"entries (shape (2,))", "3")
 
 
 # ---------------------------------------------------------------------- truncated BPTT

@@ -169,7 +169,7 @@ TASKS: tuple[Task, ...] = (
          _props("sum_to_shape", examples=20) + _suite("add", "mul", "broadcast_to"), _OPS),
     # the engine
     Task("topological_order", "the engine's topological order, without recursion",
-         "docs/engine.md", "3. Topological order, without recursion", ("4",),
+         "docs/engine.md", "3. Topological order, without recursion", ("3",),
          ("topological_order",),
          _props("diamond_graphs", examples=10) + _props("deep_chain", examples=1)),
     # recurrent cells, one step
@@ -192,8 +192,9 @@ TASKS: tuple[Task, ...] = (
          "docs/truncation.md", "3. The windows", ("TB3", "TB4"), ("truncation_windows",),
          _props("truncation_windows", examples=30) + _props("truncated_gradient", examples=4),
          _OPS),
-    Task("clip_grad_norm", "gradient clipping by the global norm", "docs/vanishing.md",
-         "", (), ("clip_grad_norm",), _props("clip_grad_norm", examples=20)),
+    Task("clip_grad_norm", "gradient clipping: scale by min(1, max_norm / (norm + 1e-6))",
+         "tinygrad_rnn/nn/utils/__init__.py", "the Math section of clip_grad_norm_'s docstring",
+         (), ("clip_grad_norm",), _props("clip_grad_norm", examples=20)),
     # attention
     Task("additive_attention_backward", "additive (Bahdanau) scores backward",
          "docs/attention.md", "3. The four scores and their derivatives", ("A7",),
