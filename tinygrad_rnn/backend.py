@@ -110,8 +110,9 @@ _gpu_checked = False
 _gpu_error: str | None = None
 
 # Array type -> array module, for every backend loaded so far. NumPy's own types are absent:
-# get_array_module falls back to numpy for anything not listed here.
-_DEVICE_MODULES: dict[type, types.ModuleType] = {}
+# get_array_module falls back to numpy for anything not listed here. The engine reads it when
+# it records an op with an array constant (empty: no device array can exist yet).
+DEVICE_MODULES: dict[type, types.ModuleType] = {}
 _MODULE_DEVICE: dict[Any, str] = {np: "cpu"}
 # Device name -> array module, for the devices added with register_device.
 _REGISTERED: dict[str, types.ModuleType] = {}
@@ -126,7 +127,7 @@ def _try_cupy() -> types.ModuleType | None:
             import cupy  # type: ignore[import-not-found]
 
             _cupy = cupy
-            _DEVICE_MODULES[cupy.ndarray] = cupy
+            DEVICE_MODULES[cupy.ndarray] = cupy
             _MODULE_DEVICE[cupy] = "cuda"
         except Exception as exc:  # ImportError, or a CUDA runtime that fails to load
             _cupy = None
@@ -154,7 +155,7 @@ def register_device(name: str, module: types.ModuleType, array_type: type) -> No
         raise ValueError(f"register_device: {name!r} is already the device of "
                          f"{_REGISTERED[name].__name__}")
     _REGISTERED[name] = module
-    _DEVICE_MODULES[array_type] = module
+    DEVICE_MODULES[array_type] = module
     _MODULE_DEVICE[module] = name
 
 
@@ -234,7 +235,7 @@ def get_array_module(*arrays: Any) -> types.ModuleType:
     """
     for a in arrays:
         t = type(a)
-        xp = _DEVICE_MODULES.get(t)
+        xp = DEVICE_MODULES.get(t)
         if xp is not None:
             return xp
         if t is not np.ndarray and t.__module__.startswith("cupy"):

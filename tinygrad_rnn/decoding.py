@@ -85,11 +85,12 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
 from . import functional as F
 from .backend import get_array_module, to_device
 from .engine import no_grad
 from .nn._checks import host_lengths
-from .nn.layers import _finite, check_ids
+from .nn.layers import check_ids
 from .nn.module import eval_no_grad
 from .random import get_generator
 from .tensor import Tensor
@@ -497,7 +498,7 @@ def _length_penalty(alpha: Any, who: str) -> float:
     """``alpha`` as a finite float >= 0: NaN would rank every hypothesis as NaN (the pick
     then depends on the order of the comparisons), and a negative alpha would favour short
     outputs even more than the raw log-probabilities do."""
-    alpha = _finite(alpha, "alpha", who)
+    alpha = _validate.finite_real(alpha, "alpha", who)
     if alpha < 0:
         raise ValueError(f"{who}: alpha must be >= 0 (0 = raw log-probabilities, 0.6-1 is "
                          f"common), got {alpha!r}")

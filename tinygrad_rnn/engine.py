@@ -164,9 +164,9 @@ def record(fn: type, *inputs: Any, **constants: Any) -> Any:
                 tensors = promote_non_float(fn, tensors)
                 break
         # an array constant (a mask) can be on a device only once that device's module loaded
-        if constants and _backend._DEVICE_MODULES:
+        if constants and _backend.DEVICE_MODULES:
             for name, v in constants.items():
-                if type(v) in _backend._DEVICE_MODULES and type(v) is not t0:
+                if type(v) in _backend.DEVICE_MODULES and type(v) is not t0:
                     _check_devices(fn, tensors, (name, v))
     ctx = Context(fn)
     if GRAD_MODE.enabled:

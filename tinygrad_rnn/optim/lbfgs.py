@@ -15,7 +15,7 @@ import numpy as np
 from ..backend import device_of, get_array_module, to_device
 from ..engine import enable_grad, no_grad
 from ..tensor import Tensor
-from .lr_scheduler import _whole_number
+from .lr_scheduler import whole_number
 from .optimizer import Optimizer, ParamsT, _check_nonneg, _grad_array, _state_array
 
 __all__ = ["LBFGS"]
@@ -267,7 +267,7 @@ class LBFGS(Optimizer):
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:
-        max_iter = _whole_number("LBFGS", "max_iter", max_iter, 1)
+        max_iter = whole_number("LBFGS", "max_iter", max_iter, 1)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = {
@@ -300,9 +300,9 @@ class LBFGS(Optimizer):
 
     def _check_group(self, group: dict[str, Any], where: str) -> None:
         super()._check_group(group, where)
-        group["max_iter"] = _whole_number(where, "max_iter", group["max_iter"], 1)
-        group["max_eval"] = _whole_number(where, "max_eval", group["max_eval"], 1)
-        group["history_size"] = _whole_number(where, "history_size", group["history_size"],
+        group["max_iter"] = whole_number(where, "max_iter", group["max_iter"], 1)
+        group["max_eval"] = whole_number(where, "max_eval", group["max_eval"], 1)
+        group["history_size"] = whole_number(where, "history_size", group["history_size"],
                                               1)
         group["tolerance_grad"] = _check_nonneg(where, "tolerance_grad", "tolerance_grad",
                                                 group["tolerance_grad"])

@@ -45,7 +45,7 @@ def _check_int(where: str, name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"{where}: invalid {name}: {value} (must be >= {minimum})")
 
 
-def _whole_number(where: str, name: str, value: Any, minimum: int) -> int:
+def whole_number(where: str, name: str, value: Any, minimum: int) -> int:
     """``value`` as a Python int when it is an int (Python or NumPy) or a float that is exactly
     a whole number (``2.0``, ``np.ceil(7 / 2)``; torch accepts these too); a TypeError for
     anything else (bools and strings included), a ValueError for a float with a fractional
@@ -289,7 +289,7 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
-        self.step_size = _whole_number("StepLR", "step_size", step_size, 1)
+        self.step_size = whole_number("StepLR", "step_size", step_size, 1)
         self.gamma = _check_factor("StepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
 
@@ -407,7 +407,7 @@ def _check_milestones(where: str, milestones: Any) -> Counter:
     if isinstance(milestones, (str, bytes, Mapping)) or not isinstance(milestones, Iterable):
         raise TypeError(f"{where}: milestones must be a list of epoch indices (ints), got "
                         f"{type(milestones).__name__} {milestones!r}")
-    return Counter(_whole_number(where, f"milestones (entry {m!r})", m, 0) for m in milestones)
+    return Counter(whole_number(where, f"milestones (entry {m!r})", m, 0) for m in milestones)
 
 
 class MultiStepLR(LRScheduler):
@@ -651,8 +651,8 @@ class ReduceLROnPlateau(LRScheduler):
         else:
             self.default_min_lr = _check_factor(where, "min_lr", min_lr)
             self.min_lrs = [self.default_min_lr] * groups
-        self.patience = _whole_number(where, "patience", patience, 0)
-        self.cooldown = _whole_number(where, "cooldown", cooldown, 0)
+        self.patience = whole_number(where, "patience", patience, 0)
+        self.cooldown = whole_number(where, "cooldown", cooldown, 0)
         self.eps = _check_factor(where, "eps", eps)
         self.last_epoch = 0
         self._last_lr = self._current_lrs()
@@ -723,7 +723,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            epoch = _whole_number(where, "epoch", epoch, 0)
+            epoch = whole_number(where, "epoch", epoch, 0)
             warnings.warn("passing an epoch to lr_scheduler.step() is deprecated; call "
                           "step(metrics) once per epoch instead", UserWarning, stacklevel=2)
         self.last_epoch = epoch
