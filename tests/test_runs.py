@@ -153,6 +153,32 @@ def test_train_stream_writes_a_run_folder(tmp_path: Path) -> None:
     assert config["windows_per_epoch"] == 4
 
 
+def test_a_run_on_the_standin_device_records_its_device_and_the_same_norms(
+        tmp_path: Path) -> None:
+    import tinygrad_rnn.testing  # noqa: F401  (registers the stand-in device)
+
+    def train(device: str, folder: Path) -> None:
+        model = Regressor("gru", 0).to(device)
+        mon = tr.monitor.GradientMonitor(model)
+        opt = tr.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(i: int) -> tr.Tensor:
+            x, y = adding_problem(4, 5, generator=i)
+            out = model(tr.tensor(x, device=device))
+            return F.mse_loss(out, tr.tensor(y, device=device))
+
+        tr.training.fit(step, 3, opt, clip=0.1, monitor=mon, progress=False,
+                        run_dir=folder)
+
+    train("cpu", tmp_path / "cpu")
+    train("standin", tmp_path / "standin")
+    assert runs.read_manifest(tmp_path / "standin")["device"] == "standin"
+    assert runs.read_manifest(tmp_path / "cpu")["device"] == "cpu"
+    a, b = runs.read_metrics(tmp_path / "cpu"), runs.read_metrics(tmp_path / "standin")
+    for column in ("loss", "grad_norm", "clipped_norm", "dh_first", "dh_last"):
+        np.testing.assert_array_equal(a[column], b[column])
+
+
 def test_a_failing_run_is_marked_failed_with_its_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="boom at step 3"):
         train_small(tmp_path / "r", fail_at=3)

@@ -273,7 +273,7 @@ def _monitor_keys(monitor: Any) -> list[tuple]:
     return keys
 
 
-def _open_run(where: str, run_dir: Any, config: dict) -> tuple[Any, bool]:
+def _open_run(where: str, run_dir: Any, config: dict, params: list) -> tuple[Any, bool]:
     """(the RunWriter to log to or None, whether this loop made it and must close it)."""
     from .runs import RunWriter
 
@@ -282,7 +282,8 @@ def _open_run(where: str, run_dir: Any, config: dict) -> tuple[Any, bool]:
     if not isinstance(run_dir, (str, os.PathLike)):
         raise TypeError(f"{where}: run_dir must be a folder path, a tr.runs.RunWriter or "
                         f"None, got {type(run_dir).__name__}")
-    return RunWriter(run_dir, config=config), True
+    device = ",".join(sorted({str(p.device) for p in params})) or "cpu"
+    return RunWriter(run_dir, config=config, device=device), True
 
 
 def _loop_config(where: str, optimizer: Any, clip: float | None, **settings: Any) -> dict:
@@ -413,7 +414,8 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     result = TrainResult()
     stopper = EarlyStopping(patience, tol) if patience is not None else None
     run, owned = _open_run("fit", run_dir, _loop_config(
-        "fit", optimizer, clip, steps=steps, val_every=val_every, patience=patience, tol=tol))
+        "fit", optimizer, clip, steps=steps, val_every=val_every, patience=patience, tol=tol),
+        params)
     try:
         with _progress(steps, desc, progress) as bar:
             update = _Updater(params, optimizer, clip, monitor, callback, validate,
@@ -474,7 +476,8 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
     per_epoch = len(windows(x.shape[time_axis], schedule))
     run, owned = _open_run(where, run_dir, _loop_config(
         where, optimizer, clip, schedule=repr(schedule), epochs=epochs,
-        windows_per_epoch=per_epoch, val_every=val_every, patience=patience, tol=tol))
+        windows_per_epoch=per_epoch, val_every=val_every, patience=patience, tol=tol),
+        params)
     try:
         with _progress(per_epoch * epochs, desc, progress) as bar:
             update = _Updater(params, optimizer, clip, monitor, callback, validate,
