@@ -948,32 +948,6 @@ def test_module_exports():
         assert hasattr(tt, name)
 
 
-def test_the_core_package_never_imports_the_testing_package():
-    """tinygrad_rnn.testing (test doubles, checkers, the op registry) sits above the core:
-    no module outside it imports it, except the CLI (gradcheck, --device standin)."""
-    import ast
-    from pathlib import Path
-
-    root = Path(tr.__file__).parent
-    offenders = []
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith("testing/") or rel == "cli.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = "." * node.level + (node.module or "")
-                names = [base] + [f"{base}.{a.name}" if node.module else base + a.name
-                                  for a in node.names]
-            if any(n.startswith("tinygrad_rnn.testing") or n.lstrip(".") == "testing"
-                   or n.lstrip(".").startswith("testing.") for n in names):
-                offenders.append(f"{rel}:{node.lineno}")
-    assert not offenders, offenders
-
-
 def test_importing_the_testing_package_needs_no_hypothesis():
     """The checkers, the registry and the stand-in need NumPy only (the CLI's gradcheck runs
     in a plain install); hypothesis is imported when a strategy is first used."""
