@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import device_of, get_array_module
+from .. import _validate
+from ..backend import device_of, get_array_module, get_default_dtype, is_float_dtype
 from ..tensor import Tensor
 
 
@@ -29,3 +30,232 @@ def host_lengths(lengths: Any, owner: str, what: str = "lengths") -> np.ndarray:
         raise ValueError(f"{owner}: {what} must be integers, got dtype {arr.dtype} "
                          f"(shape {arr.shape})")
     return arr
+
+
+# ------------------------------------------------------------------------- layer arguments
+def float_dtype(dtype: Any, layer: str) -> np.dtype:
+    """``dtype`` as a NumPy floating-point dtype; a TypeError naming ``layer`` otherwise.
+    None means the default, ``tr.get_default_dtype()`` (float32 unless changed), as in torch
+    (``np.dtype(None)`` alone would be float64)."""
+    try:
+        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
+    except TypeError:
+        raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dtype!r}") from None
+    if not is_float_dtype(dt):
+        raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dt}")
+    return dt
+
+
+def check_input_dtype(owner: str, name: str, x: Any, dtype: np.dtype) -> None:
+    """Refuse an input ``x`` whose dtype is not the parameters' ``dtype``, with a TypeError
+    naming ``owner``, the input ``name``, both dtypes and the fix.
+
+    NumPy would compute a float64 input with float32 parameters silently in float64 (and a
+    float16 or integer one in float32), so the output, every gradient upstream of it and
+    the time taken would depend on how the data happened to be made
+    (``tr.tensor(np.random.randn(5, 4))`` is float64). torch refuses such inputs, and so do
+    the recurrent layers and cells here. An input without a dtype (a list) is left to the
+    op, which raises its own error."""
+    got = getattr(x, "dtype", None)
+    if got is None or got == dtype:
+        return
+    fix = f"convert the input with {name}.to(np.{dtype})"
+    if is_float_dtype(got):
+        fix += f", or the module with model.to(np.{got})"
+    raise TypeError(f"{owner}: {name} dtype {got} does not match the parameters' dtype "
+                    f"{dtype} ({fix})")
+
+
+def check_float_tensor(who: str, name: str, x: Any) -> Tensor:
+    """``x`` itself when it is a floating-point Tensor; a TypeError naming ``who`` and
+    ``name`` otherwise."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{who}: {name} must be a Tensor, got {type(x).__name__}")
+    if not is_float_dtype(x.dtype):
+        raise TypeError(f"{who}: {name} must be floating point, got dtype {x.dtype}")
+    return x
+
+
+# ------------------------------------------------------------------------- attention
+def check_heads(who: str, embed_dim: Any, num_heads: Any,
+                dropout: Any) -> tuple[int, int, float]:
+    """``embed_dim`` and ``num_heads`` as positive ints, the first divisible by the second,
+    and ``dropout`` as a probability; the errors name ``who``."""
+    embed_dim = _validate.size(embed_dim, "embed_dim", who)
+    num_heads = _validate.size(num_heads, "num_heads", who)
+    if embed_dim % num_heads != 0:
+        raise ValueError(f"{who}: embed_dim={embed_dim} is not divisible by "
+                         f"num_heads={num_heads}")
+    return embed_dim, num_heads, _validate.probability(dropout, "dropout", who)
+
+
+def check_attention_args(score: Any, scores: tuple, query_size: Any, key_size: Any,
+                         value_size: Any, hidden_size: Any, bias: Any,
+                         dtype: Any) -> tuple[bool, int, int, Any, Any, np.dtype]:
+    """The constructor arguments of :class:`tinygrad_rnn.nn.Attention`; returns (bias,
+    query_size, key_size, value_size, hidden_size, dtype) checked (None sizes stay None)."""
+    if score not in scores:
+        raise ValueError(f"Attention: score must be one of {scores}, got {score!r}")
+    bias = _validate.flag(bias, "bias", "Attention")
+    query_size = _validate.size(query_size, "query_size", "Attention")
+    key_size = _validate.size(key_size, "key_size", "Attention")
+    if value_size is not None:
+        value_size = _validate.size(value_size, "value_size", "Attention")
+    if hidden_size is not None:
+        hidden_size = _validate.size(hidden_size, "hidden_size", "Attention")
+    if score in ("dot", "scaled_dot") and query_size != key_size:
+        raise ValueError(
+            f"Attention: score {score!r} needs query_size == key_size, got "
+            f"query_size={query_size} and key_size={key_size}; use 'bilinear' or "
+            f"'additive' for different sizes"
+        )
+    if hidden_size is not None and score != "additive":
+        raise ValueError(
+            f"Attention: hidden_size is only used by the 'additive' score, not {score!r}"
+        )
+    return bias, query_size, key_size, value_size, hidden_size, float_dtype(dtype, "Attention")
+
+
+def check_attention_inputs(layer: Any, query: Any, keys: Any, values: Any,
+                           causal: Any) -> bool:
+    """The inputs of :meth:`tinygrad_rnn.nn.Attention.forward`: floating-point Tensors in
+    the parameters' dtype (or, without parameters, in one dtype), of fitting shapes; returns
+    ``causal`` as a bool."""
+    causal = _validate.flag(causal, "causal", "Attention")
+    for name, x in (("query", query), ("keys", keys), ("values", values)):
+        check_float_tensor("Attention", name, x)
+    _attention_dtypes(layer, query, keys, values)
+    _attention_shapes(layer, query, keys, values)
+    return causal
+
+
+def _attention_dtypes(layer: Any, query: Tensor, keys: Tensor, values: Tensor) -> None:
+    """query, keys and values in the parameters' dtype ('bilinear', 'additive'), or in
+    one dtype ('dot', 'scaled_dot', which have none); a TypeError otherwise, where NumPy
+    would silently compute a float32 model's float64 input in float64."""
+    first = next(iter(layer.parameters()), None)
+    if first is not None:
+        for name, x in (("query", query), ("keys", keys), ("values", values)):
+            check_input_dtype("Attention", name, x, first.dtype)
+        return
+    for name, x in (("keys", keys), ("values", values)):
+        if x.dtype != query.dtype:
+            raise TypeError(
+                f"Attention: {name} dtype {x.dtype} does not match the query's dtype "
+                f"{query.dtype} (convert one of them, e.g. {name}.to(np.{query.dtype}))"
+            )
+
+
+def _attention_shapes(layer: Any, query: Tensor, keys: Tensor, values: Tensor) -> None:
+    shapes = (f"query of shape {query.shape}, keys of shape {keys.shape} and values of "
+              f"shape {values.shape}")
+    if query.ndim not in (2, 3) or keys.ndim != 3 or values.ndim != 3:
+        raise ValueError(
+            f"Attention: expected query (N, Tq, Dq) or (N, Dq), keys (N, Tk, Dk) and "
+            f"values (N, Tk, Dv); got {shapes}"
+        )
+    if query.shape[-1] != layer.query_size:
+        raise ValueError(
+            f"Attention: query of shape {query.shape} has last dimension "
+            f"{query.shape[-1]}, but query_size is {layer.query_size}"
+        )
+    if keys.shape[-1] != layer.key_size:
+        raise ValueError(
+            f"Attention: keys of shape {keys.shape} have last dimension {keys.shape[-1]}, "
+            f"but key_size is {layer.key_size}"
+        )
+    if layer.value_size is not None and values.shape[-1] != layer.value_size:
+        raise ValueError(
+            f"Attention: values of shape {values.shape} have last dimension "
+            f"{values.shape[-1]}, but value_size is {layer.value_size}"
+        )
+    if not query.shape[0] == keys.shape[0] == values.shape[0]:
+        raise ValueError(f"Attention: batch sizes differ: {shapes}")
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(
+            f"Attention: keys of shape {keys.shape} and values of shape {values.shape} "
+            f"have different lengths ({keys.shape[1]} != {values.shape[1]})"
+        )
+
+
+def check_multihead_args(embed_dim: Any, num_heads: Any, dropout: Any, bias: Any,
+                         add_bias_kv: Any, add_zero_attn: Any, kdim: Any, vdim: Any,
+                         batch_first: Any, dtype: Any) -> tuple:
+    """The constructor arguments of :class:`tinygrad_rnn.nn.MultiheadAttention`; returns
+    (embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+    batch_first, dtype) checked (None kdim/vdim stay None)."""
+    who = "MultiheadAttention"
+    embed_dim, num_heads, dropout = check_heads(who, embed_dim, num_heads, dropout)
+    if kdim is not None:
+        kdim = _validate.size(kdim, "kdim", who)
+    if vdim is not None:
+        vdim = _validate.size(vdim, "vdim", who)
+    bias = _validate.flag(bias, "bias", who)
+    add_bias_kv = _validate.flag(add_bias_kv, "add_bias_kv", who)
+    add_zero_attn = _validate.flag(add_zero_attn, "add_zero_attn", who)
+    batch_first = _validate.flag(batch_first, "batch_first", who)
+    return (embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+            batch_first, float_dtype(dtype, who))
+
+
+def check_multihead_inputs(layer: Any, query: Any, key: Any, value: Any, need_weights: Any,
+                           average_attn_weights: Any, is_causal: Any) -> tuple[bool, ...]:
+    """The inputs of :meth:`tinygrad_rnn.nn.MultiheadAttention.forward`; returns
+    (need_weights, average_attn_weights, is_causal, batched) as bools."""
+    who = "MultiheadAttention"
+    need_weights = _validate.flag(need_weights, "need_weights", who)
+    average_attn_weights = _validate.flag(average_attn_weights, "average_attn_weights", who)
+    is_causal = _validate.flag(is_causal, "is_causal", who)
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_float_tensor(who, name, x)
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_input_dtype(who, name, x, layer.out_proj.weight.dtype)
+    shapes = (f"query of shape {query.shape}, key of shape {key.shape} and value of shape "
+              f"{value.shape}")
+    if not query.ndim == key.ndim == value.ndim or query.ndim not in (2, 3):
+        raise ValueError(
+            f"MultiheadAttention: query, key and value must all be 3-D (batched) or all "
+            f"2-D (unbatched); got {shapes}"
+        )
+    for name, x, size in (("query", query, layer.embed_dim), ("key", key, layer.kdim),
+                          ("value", value, layer.vdim)):
+        if x.shape[-1] != size:
+            raise ValueError(
+                f"MultiheadAttention: {name} of shape {x.shape} has last dimension "
+                f"{x.shape[-1]}, expected {size}"
+            )
+    batched = query.ndim == 3
+    bdim = (0 if layer.batch_first else 1) if batched else None
+    sdim = (1 if layer.batch_first else 0) if batched else 0
+    if batched and not query.shape[bdim] == key.shape[bdim] == value.shape[bdim]:
+        raise ValueError(f"MultiheadAttention: batch sizes differ: {shapes}")
+    if key.shape[sdim] != value.shape[sdim]:
+        raise ValueError(
+            f"MultiheadAttention: key of shape {key.shape} and value of shape "
+            f"{value.shape} have different sequence lengths"
+        )
+    return need_weights, average_attn_weights, is_causal, batched
+
+
+def check_unbatched_padding_mask(who: str, key: Tensor, key_padding_mask: Any) -> None:
+    """As torch: one (S,) key_padding_mask for the one unbatched sequence of keys ``key``
+    (1, S, E); the error names the shape given, not the one after adding N = 1."""
+    src = key.shape[1]
+    if key_padding_mask.shape != (src,):
+        raise ValueError(
+            f"{who}: for unbatched input (key of shape {tuple(key.shape[1:])}), "
+            f"key_padding_mask must be 1-D of shape {(src,)} (S,), got shape "
+            f"{tuple(key_padding_mask.shape)}"
+        )
+
+
+def check_causal_self_attention_input(x: Any, dtype: np.dtype) -> Tensor:
+    """The input of :class:`tinygrad_rnn.nn.CausalSelfAttention`: a floating-point (N, T, E)
+    Tensor of the parameters' ``dtype``."""
+    x = check_float_tensor("CausalSelfAttention", "x", x)
+    check_input_dtype("CausalSelfAttention", "x", x, dtype)
+    if x.ndim != 3:
+        raise ValueError(
+            f"CausalSelfAttention: expected x of shape (N, T, E), got shape {x.shape}"
+        )
+    return x

@@ -36,17 +36,17 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as F
-from ..backend import (
-    DEFAULT_FLOAT, device_of, device_of_module, get_array_module, is_float_dtype,
-)
+from ..backend import DEFAULT_FLOAT, get_array_module
 from ..random import get_generator
 from ..creation import cat, split
 from ..tensor import Tensor
+from . import _checks as checks
+from . import _masks as masks
 from . import init
-from .layers import (
-    Linear, _dtype_note, _flag, _float_dtype, _probability, _size, check_input_dtype,
-)
+from ._masks import keep_mask
+from .layers import Linear, _dtype_note
 from .module import Module, Parameter
 
 __all__ = [
@@ -131,105 +131,7 @@ def additive_scores(q: Tensor, k: Tensor, query_proj: Linear, key_proj: Linear,
     return a.tanh() @ v                                 # (.., Tq, Tk)
 
 
-# ------------------------------------------------------------------------- masks
-def _as_array(mask: Any, xp: Any, who: str = "attention", name: str = "mask") -> Any:
-    """A mask as an array of the array module ``xp`` (the inputs' device).
-
-    Host data (a NumPy array or a list) is copied to that device with ``xp.asarray``, the one
-    allowed host -> device copy. A Tensor or device array that lives on another device (a
-    cpu Tensor included) is a RuntimeError naming both devices: it is never moved silently.
-    """
-    data = mask._data if isinstance(mask, Tensor) else mask
-    src = get_array_module(data)
-    if src is not xp and (src is not np or isinstance(mask, Tensor)):
-        here, there = device_of(data), device_of_module(xp)
-        raise RuntimeError(
-            f"{who}: {name} is on {here} but the inputs are on {there}; move it with "
-            f".to({there!r}) (or pass it as a host NumPy array)"
-        )
-    return xp.asarray(data)
-
-
-def keep_mask(n: int, tq: int, tk: int, key_padding_mask: Any = None, attn_mask: Any = None,
-              causal: bool = False, xp: Any = np, who: str = "attention") -> Any:
-    """The boolean keep mask (True = takes part) of shape (N, 1 or Tq, Tk), or None.
-
-    Parameters
-    ----------
-    n, tq, tk : int
-        Batch size, number of queries, number of keys.
-    key_padding_mask : bool array (N, Tk), optional
-        True marks padding keys (torch's convention).
-    attn_mask : bool array (Tq, Tk) or (N, Tq, Tk), optional
-        True marks a pair that is not allowed (torch's boolean convention).
-    causal : bool
-        Query i may attend to keys j <= i only.
-    xp : array module
-        The module of the inputs (``numpy``, the stand-in or CuPy); the mask is built on its
-        device. Host masks (NumPy arrays, lists) are copied there; a mask Tensor or array on
-        another device is a RuntimeError naming both devices.
-
-    Returns
-    -------
-    array or None
-        ``~padding[:, None, :] & ~attn_mask & causal``, broadcast together; None when no mask
-        is given.
-    """
-    keep = None
-    if key_padding_mask is not None:
-        pad = _as_array(key_padding_mask, xp, who, "key_padding_mask")
-        if pad.dtype != bool:
-            raise TypeError(
-                f"{who}: key_padding_mask must be boolean (True = padding), got dtype "
-                f"{pad.dtype}"
-            )
-        if pad.shape != (n, tk):
-            raise ValueError(
-                f"{who}: key_padding_mask of shape {pad.shape} does not match keys of batch "
-                f"{n} and length {tk}; expected shape {(n, tk)}"
-            )
-        keep = ~pad[:, None, :]                                 # (A1) (N, 1, Tk)
-    if attn_mask is not None:
-        am = _as_array(attn_mask, xp, who, "attn_mask")
-        if am.dtype != bool:
-            raise TypeError(f"{who}: keep_mask takes a boolean attn_mask, got dtype {am.dtype}")
-        if am.shape not in ((tq, tk), (n, tq, tk)):
-            raise ValueError(
-                f"{who}: attn_mask of shape {am.shape} does not match {tq} queries and {tk} "
-                f"keys; expected shape {(tq, tk)} or {(n, tq, tk)}"
-            )
-        allowed = ~am
-        keep = allowed if keep is None else keep & allowed
-    if causal:
-        lower = xp.tril(xp.ones((tq, tk), dtype=bool))                  # j <= i
-        keep = lower if keep is None else keep & lower                  # (A1)
-    if keep is None:
-        return None
-    return xp.broadcast_to(keep, (n,) + keep.shape[-2:]) if keep.ndim == 2 else keep
-
-
-def _split_float_mask(am: Any, xp: Any, dtype: Any, who: str,
-                      given_shape: tuple | None = None) -> tuple[Any, Any]:
-    """An attn_mask array of module ``xp`` as (not-allowed boolean mask, finite additive part
-    or None for a boolean mask).
-
-    Any other dtype (integers included: 0/1 would be ambiguous between "blocked" and "add 1")
-    is a TypeError naming ``who`` and the mask's shape as the caller gave it (``given_shape``,
-    default ``am.shape``).
-    """
-    if am.dtype == bool:
-        return am, None
-    if not is_float_dtype(am.dtype):
-        shape = tuple(am.shape) if given_shape is None else tuple(given_shape)
-        raise TypeError(
-            f"{who}: attn_mask of shape {shape} must be boolean (True = not allowed) or "
-            f"floating point (added to the scores), got dtype {am.dtype}"
-        )
-    blocked = am == -xp.inf  # (isneginf is not in every array module)
-    add = xp.where(blocked, xp.zeros((), dtype=am.dtype), am).astype(dtype)
-    return blocked, add
-
-
+# ------------------------------------------------------------------------- softmax and sum
 def attend(scores: Tensor, values: Tensor, keep: Any = None, dropout: float = 0.0,
            training: bool = False, generator: Any = None) -> tuple[Tensor, Tensor]:
     """Softmax over keys, then the weighted sum of the values.
@@ -263,34 +165,6 @@ def attend(scores: Tensor, values: Tensor, keep: Any = None, dropout: float = 0.
     if dropout > 0.0 and training:
         weights = F.dropout(weights, dropout, True, generator=generator)
     return weights @ values, weights
-
-
-def _zero_padding(x: Tensor, pad: Any) -> Tensor:
-    """x (N, Tk, D) with padded rows replaced by 0 (their gradient is exactly 0); ``pad`` is
-    the (N, Tk) padding mask on x's device, or None."""
-    if pad is None:
-        return x
-    return x.masked_fill(pad[..., None], 0.0)
-
-
-def _check_float(who: str, name: str, x: Any) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{who}: {name} must be a Tensor, got {type(x).__name__}")
-    if not is_float_dtype(x.dtype):
-        raise TypeError(f"{who}: {name} must be floating point, got dtype {x.dtype}")
-    return x
-
-
-def _check_heads(who: str, embed_dim: Any, num_heads: Any,
-                 dropout: Any) -> tuple[int, int, float]:
-    """``embed_dim`` and ``num_heads`` as positive ints, the first divisible by the second,
-    and ``dropout`` as a probability; the errors name ``who``."""
-    embed_dim = _size(embed_dim, "embed_dim", who)
-    num_heads = _size(num_heads, "num_heads", who)
-    if embed_dim % num_heads != 0:
-        raise ValueError(f"{who}: embed_dim={embed_dim} is not divisible by "
-                         f"num_heads={num_heads}")
-    return embed_dim, num_heads, _probability(dropout, "dropout", who)
 
 
 def _own_generator(generator: Any) -> np.random.Generator:
@@ -373,26 +247,8 @@ class Attention(Module):
                  value_size: int | None = None, hidden_size: int | None = None,
                  bias: bool = True, dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
-        if score not in SCORES:
-            raise ValueError(f"Attention: score must be one of {SCORES}, got {score!r}")
-        bias = _flag(bias, "bias", "Attention")
-        query_size = _size(query_size, "query_size", "Attention")
-        key_size = _size(key_size, "key_size", "Attention")
-        if value_size is not None:
-            value_size = _size(value_size, "value_size", "Attention")
-        if hidden_size is not None:
-            hidden_size = _size(hidden_size, "hidden_size", "Attention")
-        if score in ("dot", "scaled_dot") and query_size != key_size:
-            raise ValueError(
-                f"Attention: score {score!r} needs query_size == key_size, got "
-                f"query_size={query_size} and key_size={key_size}; use 'bilinear' or "
-                f"'additive' for different sizes"
-            )
-        if hidden_size is not None and score != "additive":
-            raise ValueError(
-                f"Attention: hidden_size is only used by the 'additive' score, not {score!r}"
-            )
-        dt = _float_dtype(dtype, "Attention")
+        bias, query_size, key_size, value_size, hidden_size, dt = checks.check_attention_args(
+            score, SCORES, query_size, key_size, value_size, hidden_size, bias, dtype)
         self.score = score
         self.query_size, self.key_size = query_size, key_size
         self.value_size = value_size
@@ -418,53 +274,6 @@ class Attention(Module):
         if self.score == "bilinear":
             return bilinear_scores(query, keys, self.weight)
         return additive_scores(query, keys, self.query_proj, self.key_proj, self.v)
-
-    def _check_dtypes(self, query: Tensor, keys: Tensor, values: Tensor) -> None:
-        """query, keys and values in the parameters' dtype ('bilinear', 'additive'), or in
-        one dtype ('dot', 'scaled_dot', which have none); a TypeError otherwise, where NumPy
-        would silently compute a float32 model's float64 input in float64."""
-        first = next(iter(self.parameters()), None)
-        if first is not None:
-            for name, x in (("query", query), ("keys", keys), ("values", values)):
-                check_input_dtype("Attention", name, x, first.dtype)
-            return
-        for name, x in (("keys", keys), ("values", values)):
-            if x.dtype != query.dtype:
-                raise TypeError(
-                    f"Attention: {name} dtype {x.dtype} does not match the query's dtype "
-                    f"{query.dtype} (convert one of them, e.g. {name}.to(np.{query.dtype}))"
-                )
-
-    def _check_shapes(self, query: Tensor, keys: Tensor, values: Tensor) -> None:
-        shapes = (f"query of shape {query.shape}, keys of shape {keys.shape} and values of "
-                  f"shape {values.shape}")
-        if query.ndim not in (2, 3) or keys.ndim != 3 or values.ndim != 3:
-            raise ValueError(
-                f"Attention: expected query (N, Tq, Dq) or (N, Dq), keys (N, Tk, Dk) and "
-                f"values (N, Tk, Dv); got {shapes}"
-            )
-        if query.shape[-1] != self.query_size:
-            raise ValueError(
-                f"Attention: query of shape {query.shape} has last dimension "
-                f"{query.shape[-1]}, but query_size is {self.query_size}"
-            )
-        if keys.shape[-1] != self.key_size:
-            raise ValueError(
-                f"Attention: keys of shape {keys.shape} have last dimension {keys.shape[-1]}, "
-                f"but key_size is {self.key_size}"
-            )
-        if self.value_size is not None and values.shape[-1] != self.value_size:
-            raise ValueError(
-                f"Attention: values of shape {values.shape} have last dimension "
-                f"{values.shape[-1]}, but value_size is {self.value_size}"
-            )
-        if not query.shape[0] == keys.shape[0] == values.shape[0]:
-            raise ValueError(f"Attention: batch sizes differ: {shapes}")
-        if keys.shape[1] != values.shape[1]:
-            raise ValueError(
-                f"Attention: keys of shape {keys.shape} and values of shape {values.shape} "
-                f"have different lengths ({keys.shape[1]} != {values.shape[1]})"
-            )
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor,
                 key_padding_mask: Any = None, attn_mask: Any = None,
@@ -493,39 +302,14 @@ class Attention(Module):
         -------
         (context (N, Tq, Dv), weights (N, Tq, Tk)), or (N, Dv) and (N, Tk) for a single query.
         """
-        causal = _flag(causal, "causal", "Attention")
-        query = _check_float("Attention", "query", query)
-        keys = _check_float("Attention", "keys", keys)
-        values = _check_float("Attention", "values", values)
-        self._check_dtypes(query, keys, values)
-        self._check_shapes(query, keys, values)
-        # masks given on the host are copied to the inputs' device once, here
-        xp = get_array_module(query._data)
-        pad = None
-        if key_padding_mask is not None:
-            pad = _as_array(key_padding_mask, xp, "Attention", "key_padding_mask")
-        mask_shape = None
-        if attn_mask is not None:
-            attn_mask = _as_array(attn_mask, xp, "Attention", "attn_mask")
-            mask_shape = tuple(attn_mask.shape)  # as given, before a single query's reshape
+        causal = checks.check_attention_inputs(self, query, keys, values, causal)
+        keep, add, pad = masks.attention_masks("Attention", query, keys, key_padding_mask,
+                                               attn_mask, causal)
         single = query.ndim == 2
         if single:
-            if causal:
-                raise ValueError(
-                    f"Attention: causal=True needs a query sequence (N, Tq, Dq), got a "
-                    f"single query of shape {query.shape}"
-                )
             query = query.unsqueeze(1)                                  # (N, 1, Dq)
-            if attn_mask is not None and attn_mask.ndim == 1:
-                attn_mask = attn_mask[None, :]                          # (1, Tk)
-        n, tq, tk = query.shape[0], query.shape[1], keys.shape[1]
-        add = None
-        if attn_mask is not None:
-            attn_mask, add = _split_float_mask(attn_mask, xp, query.dtype, "Attention",
-                                               mask_shape)
-        keep = keep_mask(n, tq, tk, pad, attn_mask, causal, xp, "Attention")
-        keys = _zero_padding(keys, pad)
-        values = _zero_padding(values, pad)
+        keys = masks.zero_padding(keys, pad)                            # (N, Tk, Dk)
+        values = masks.zero_padding(values, pad)                        # (N, Tk, Dv)
         s = self.scores(query, keys)                                    # (N, Tq, Tk)
         if add is not None:
             s = s + Tensor._wrap(add)
@@ -614,16 +398,10 @@ class MultiheadAttention(Module):
                  kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
-        who = "MultiheadAttention"
-        embed_dim, num_heads, dropout = _check_heads(who, embed_dim, num_heads, dropout)
-        if kdim is not None:
-            kdim = _size(kdim, "kdim", who)
-        if vdim is not None:
-            vdim = _size(vdim, "vdim", who)
-        bias, add_bias_kv = _flag(bias, "bias", who), _flag(add_bias_kv, "add_bias_kv", who)
-        add_zero_attn = _flag(add_zero_attn, "add_zero_attn", who)
-        batch_first = _flag(batch_first, "batch_first", who)
-        dt = _float_dtype(dtype, who)
+        (embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+         batch_first, dt) = checks.check_multihead_args(
+            embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim,
+            batch_first, dtype)
         e = embed_dim
         self.embed_dim, self.num_heads, self.head_dim = e, num_heads, e // num_heads
         self.kdim = e if kdim is None else kdim
@@ -683,75 +461,6 @@ class MultiheadAttention(Module):
         n, t = x.shape[0], x.shape[1]
         return x.reshape(n, t, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)  # (A13)
 
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> bool:
-        """Validate shapes; returns whether the inputs are batched (3-D)."""
-        shapes = (f"query of shape {query.shape}, key of shape {key.shape} and value of shape "
-                  f"{value.shape}")
-        if not query.ndim == key.ndim == value.ndim or query.ndim not in (2, 3):
-            raise ValueError(
-                f"MultiheadAttention: query, key and value must all be 3-D (batched) or all "
-                f"2-D (unbatched); got {shapes}"
-            )
-        for name, x, size in (("query", query, self.embed_dim), ("key", key, self.kdim),
-                              ("value", value, self.vdim)):
-            if x.shape[-1] != size:
-                raise ValueError(
-                    f"MultiheadAttention: {name} of shape {x.shape} has last dimension "
-                    f"{x.shape[-1]}, expected {size}"
-                )
-        batched = query.ndim == 3
-        bdim = (0 if self.batch_first else 1) if batched else None
-        sdim = (1 if self.batch_first else 0) if batched else 0
-        if batched and not query.shape[bdim] == key.shape[bdim] == value.shape[bdim]:
-            raise ValueError(f"MultiheadAttention: batch sizes differ: {shapes}")
-        if key.shape[sdim] != value.shape[sdim]:
-            raise ValueError(
-                f"MultiheadAttention: key of shape {key.shape} and value of shape "
-                f"{value.shape} have different sequence lengths"
-            )
-        return batched
-
-    def _mask(self, n: int, tgt: int, src: int, key_padding_mask: Any, attn_mask: Any,
-              is_causal: bool, xp: Any, dtype: Any) -> tuple[Any, Any]:
-        """(keep (N, 1 or h, L, S'), additive float part or None), S' with the extra keys."""
-        h = self.num_heads
-        add = None
-        blocked = None
-        if attn_mask is not None:
-            blocked, add = _split_float_mask(attn_mask, xp, dtype, "MultiheadAttention")
-            if blocked.shape == (n * h, tgt, src):
-                blocked = blocked.reshape(n, h, tgt, src)
-                add = None if add is None else add.reshape(n, h, tgt, src)
-            elif blocked.shape != (tgt, src):
-                raise ValueError(
-                    f"MultiheadAttention: attn_mask of shape {blocked.shape} does not match "
-                    f"{tgt} queries and {src} keys; expected {(tgt, src)} or "
-                    f"{(n * h, tgt, src)}"
-                )
-        keep = None
-        if key_padding_mask is not None:
-            keep = keep_mask(n, tgt, src, key_padding_mask, None, False, xp,
-                             "MultiheadAttention")[:, None]             # (N, 1, 1, S)
-        if blocked is not None:
-            keep = ~blocked if keep is None else keep & ~blocked
-        if is_causal:
-            lower = xp.tril(xp.ones((tgt, src), dtype=bool))
-            keep = lower if keep is None else keep & lower
-        extra = int(self.bias_k is not None) + int(self.add_zero_attn)
-        if extra:                                            # appended keys: never masked
-            if keep is not None:
-                keep = xp.broadcast_to(keep, keep.shape[:-1] + (src,))
-                ones = xp.ones(keep.shape[:-1] + (extra,), dtype=bool)
-                keep = xp.concatenate([keep, ones], axis=-1)
-            if add is not None:
-                zeros = xp.zeros(add.shape[:-1] + (extra,), dtype=add.dtype)
-                add = xp.concatenate([add, zeros], axis=-1)
-        if keep is not None and keep.ndim == 2:
-            keep = keep[None, None]
-        if add is not None and add.ndim == 2:
-            add = add[None, None]
-        return keep, add
-
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None,
                 average_attn_weights: bool = True,
@@ -759,35 +468,20 @@ class MultiheadAttention(Module):
         """Returns (attn_output, attn_weights), as torch's (weights None unless
         ``need_weights``)."""
         who = "MultiheadAttention"
-        need_weights = _flag(need_weights, "need_weights", who)
-        average_attn_weights = _flag(average_attn_weights, "average_attn_weights", who)
-        is_causal = _flag(is_causal, "is_causal", who)
-        query = _check_float(who, "query", query)
-        key = _check_float(who, "key", key)
-        value = _check_float(who, "value", value)
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            check_input_dtype(who, name, x, self.out_proj.weight.dtype)
-        batched = self._check_inputs(query, key, value)
+        need_weights, average_attn_weights, is_causal, batched = checks.check_multihead_inputs(
+            self, query, key, value, need_weights, average_attn_weights, is_causal)
         # masks given on the host are copied to the inputs' device once, here
         xp = get_array_module(query._data)
         if key_padding_mask is not None:
-            key_padding_mask = _as_array(key_padding_mask, xp, who, "key_padding_mask")
+            key_padding_mask = masks.as_array(key_padding_mask, xp, who, "key_padding_mask")
         if attn_mask is not None:
-            attn_mask = _as_array(attn_mask, xp, who, "attn_mask")
+            attn_mask = masks.as_array(attn_mask, xp, who, "attn_mask")
         if not batched:                                      # (L, E) -> (N=1, L, E)
             self_attn = query is key and key is value
             query = query.unsqueeze(0)
             key, value = (query, query) if self_attn else (key.unsqueeze(0), value.unsqueeze(0))
-            if key_padding_mask is not None:
-                # as torch: one (S,) mask for the one unbatched sequence of keys; checked
-                # here, so the error names the shape given, not the one after adding N = 1
-                src = key.shape[1]
-                if key_padding_mask.shape != (src,):
-                    raise ValueError(
-                        f"{who}: for unbatched input (key of shape {tuple(key.shape[1:])}), "
-                        f"key_padding_mask must be 1-D of shape {(src,)} (S,), got shape "
-                        f"{tuple(key_padding_mask.shape)}"
-                    )
+            if key_padding_mask is not None:                 # (S,) -> (1, S)
+                checks.check_unbatched_padding_mask(who, key, key_padding_mask)
                 key_padding_mask = key_padding_mask[None]
         elif not self.batch_first:                           # (L, N, E) -> (N, L, E)
             same_kv = key is value
@@ -799,13 +493,14 @@ class MultiheadAttention(Module):
                 key = key.swapaxes(0, 1)
                 value = key if same_kv else value.swapaxes(0, 1)
         n, tgt, src = query.shape[0], query.shape[1], key.shape[1]
-        keep, add = self._mask(n, tgt, src, key_padding_mask, attn_mask, is_causal, xp,
-                               query.dtype)
+        extra = int(self.bias_k is not None) + int(self.add_zero_attn)   # appended keys
+        keep, add = masks.multihead_masks(n, self.num_heads, tgt, src, key_padding_mask,
+                                          attn_mask, is_causal, extra, xp, query.dtype)
         # padded key/value inputs are zeroed before the projections, so inf/NaN there reach
         # neither the outputs nor any gradient (their projected rows are then the biases,
         # which the softmax mask hides)
-        key = _zero_padding(key, key_padding_mask)
-        value = _zero_padding(value, key_padding_mask)
+        key = masks.zero_padding(key, key_padding_mask)
+        value = masks.zero_padding(value, key_padding_mask)
         q, k, v = self._projections(query, key, value)                  # (N, *, E)
         if self.bias_k is not None:
             k = cat([k, self.bias_k.broadcast_to((n, 1, self.embed_dim))], axis=1)
@@ -862,21 +557,16 @@ class CausalSelfAttention(Module):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  dtype: Any = DEFAULT_FLOAT, generator: Any = None) -> None:
         super().__init__()
-        embed_dim, num_heads, dropout = _check_heads("CausalSelfAttention", embed_dim,
-                                                     num_heads, dropout)
-        bias = _flag(bias, "bias", "CausalSelfAttention")
+        embed_dim, num_heads, dropout = checks.check_heads("CausalSelfAttention", embed_dim,
+                                                           num_heads, dropout)
+        bias = _validate.flag(bias, "bias", "CausalSelfAttention")
         self.attn = MultiheadAttention(embed_dim, num_heads, dropout=dropout, bias=bias,
                                        batch_first=True, dtype=dtype, generator=generator)
 
     def forward(self, x: Tensor, key_padding_mask: Any = None, need_weights: bool = False,
                 average_attn_weights: bool = True) -> Any:
         """Returns the output (N, T, E), or (output, weights) when ``need_weights``."""
-        x = _check_float("CausalSelfAttention", "x", x)
-        check_input_dtype("CausalSelfAttention", "x", x, self.attn.out_proj.weight.dtype)
-        if x.ndim != 3:
-            raise ValueError(
-                f"CausalSelfAttention: expected x of shape (N, T, E), got shape {x.shape}"
-            )
+        x = checks.check_causal_self_attention_input(x, self.attn.out_proj.weight.dtype)
         out, weights = self.attn(x, x, x, key_padding_mask=key_padding_mask,
                                  need_weights=need_weights,
                                  average_attn_weights=average_attn_weights, is_causal=True)

@@ -21,13 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as F
 from ..backend import get_array_module
 from ..engine import no_grad, record_scope
 from ..random import get_generator
 from ..creation import split
 from ..tensor import Tensor
-from .layers import _finite, _flag, _float_dtype, _size, as_input, place
+from ._checks import float_dtype
+from .layers import as_input, place
 from .module import Module, Parameter
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "rnn_step", "gru_step", "lstm_step"]
@@ -151,10 +153,10 @@ class _CellBase(Module):
                  generator: Any, extra_peephole: int = 0) -> None:
         super().__init__()
         name = type(self).__name__
-        input_size = _size(input_size, "input_size", name)
-        hidden_size = _size(hidden_size, "hidden_size", name)
-        dtype = _float_dtype(dtype, name)
-        bias = _flag(bias, "bias", name)
+        input_size = _validate.size(input_size, "input_size", name)
+        hidden_size = _validate.size(hidden_size, "hidden_size", name)
+        dtype = float_dtype(dtype, name)
+        bias = _validate.flag(bias, "bias", name)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         rng = get_generator(generator)
         k = 1.0 / math.sqrt(hidden_size)
@@ -301,9 +303,9 @@ class LSTMCell(_CellBase):
                  device: Any = None, dtype: Any = None, *, peephole: bool = False,
                  coupled: bool = False, forget_bias: float = 0.0,
                  generator: Any = None) -> None:
-        peephole = _flag(peephole, "peephole", "LSTMCell")
-        coupled = _flag(coupled, "coupled", "LSTMCell")
-        forget_bias = _finite(forget_bias, "forget_bias", "LSTMCell")
+        peephole = _validate.flag(peephole, "peephole", "LSTMCell")
+        coupled = _validate.flag(coupled, "coupled", "LSTMCell")
+        forget_bias = _validate.finite_real(forget_bias, "forget_bias", "LSTMCell")
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         self.gates = 3 if coupled else 4
         peep = (2 if coupled else 3) if peephole else 0

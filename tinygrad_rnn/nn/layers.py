@@ -24,13 +24,13 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .. import functional as F
-from ..backend import (
-    DEFAULT_FLOAT, get_array_module, get_default_dtype, is_float_dtype, to_device,
-)
+from ..backend import DEFAULT_FLOAT, get_array_module, to_device
+from .. import _validate
 from ..random import get_generator
 from ..dtypes import array_of
 from ..tensor import Tensor
 from . import init
+from ._checks import check_input_dtype, float_dtype
 from .module import Module, Parameter
 
 __all__ = [
@@ -38,78 +38,10 @@ __all__ = [
     "Sigmoid", "Identity",
 ]
 
-
-def _float_dtype(dtype: Any, layer: str) -> np.dtype:
-    """``dtype`` as a NumPy floating-point dtype; a TypeError naming ``layer`` otherwise.
-    None means the default, ``tr.get_default_dtype()`` (float32 unless changed), as in torch
-    (``np.dtype(None)`` alone would be float64)."""
-    try:
-        dt = np.dtype(get_default_dtype() if dtype is None else dtype)
-    except TypeError:
-        raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dtype!r}") from None
-    if not is_float_dtype(dt):
-        raise TypeError(f"{layer}: dtype must be a floating-point dtype, got {dt}")
-    return dt
-
-
-def _integer(value: Any, name: str, owner: str) -> int:
-    """``value`` as a Python int: a Python or NumPy integer, never a bool or a float (a float
-    is refused, not truncated); the TypeError names ``owner`` and ``name``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{owner}: {name} must be an integer, got {value!r} "
-                        f"({type(value).__name__})")
-    return int(value)
-
-
-def _size(value: Any, name: str, owner: str, minimum: int = 1) -> int:
-    """``value`` as a Python int, checked by :func:`_integer` and to be at least ``minimum``
-    (positive by default); the ValueError names ``owner``, ``name`` and the value."""
-    value = _integer(value, name, owner)
-    if value < minimum:
-        least = "positive" if minimum == 1 else f">= {minimum}"
-        raise ValueError(f"{owner}: {name} must be {least}, got {value}")
-    return value
-
-
-def _flag(value: Any, name: str, owner: str) -> bool:
-    """``value`` as a bool: ``True``/``False`` (Python or NumPy) or the integers 0 and 1
-    (Python or NumPy, as torch-style layers take ``bias=1``); a TypeError naming ``owner``
-    and ``name`` for anything else (``coupled='no'`` would be truthy and pick the variant;
-    2, 1.0 and None are refused too)."""
-    if not (isinstance(value, (bool, np.bool_))
-            or isinstance(value, (int, np.integer)) and value in (0, 1)):
-        raise TypeError(f"{owner}: {name} must be True or False, got {value!r} "
-                        f"({type(value).__name__})")
-    return bool(value)
-
-
-def _finite(value: Any, name: str, owner: str) -> float:
-    """``value`` as a finite Python float: a TypeError naming ``owner`` and ``name`` unless it
-    is a real number (a Python or NumPy int or float; a bool or a string is none), a
-    ValueError when it is inf or nan."""
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value[()]  # a 0-d array of a number counts as the number
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{owner}: {name} must be a real number, got {value!r} "
-                        f"({type(value).__name__})")
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond the largest float
-        number = math.inf
-    if not math.isfinite(number):
-        raise ValueError(f"{owner}: {name} must be a finite number, got {value!r}")
-    return number
-
-
-def _probability(value: Any, name: str, owner: str) -> float:
-    """``value`` as a float in [0, 1] (a dropout or sampling probability): a TypeError naming
-    ``owner`` and ``name`` unless it is a real number (``'0.1'`` is a string, not a
-    number), a ValueError when it is nan or outside [0, 1]."""
-    p = _finite(value, name, owner)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"{owner}: {name} must be in [0, 1], got {value!r}")
-    return p
+# The validators' old private names, for the modules that still import them from here: the
+# scalar ones live in tinygrad_rnn/_validate.py, the dtype ones in nn/_checks.py.
+_integer, _size, _flag = _validate.integer, _validate.size, _validate.flag
+_finite, _probability, _float_dtype = _validate.finite_real, _validate.probability, float_dtype
 
 
 def _generator(generator: Any, owner: str) -> np.random.Generator:
@@ -183,26 +115,6 @@ def _table_data(table: Any) -> Any:
     return table if get_array_module(table) is not np else np.asarray(table)
 
 
-def check_input_dtype(owner: str, name: str, x: Any, dtype: np.dtype) -> None:
-    """Refuse an input ``x`` whose dtype is not the parameters' ``dtype``, with a TypeError
-    naming ``owner``, the input ``name``, both dtypes and the fix.
-
-    NumPy would compute a float64 input with float32 parameters silently in float64 (and a
-    float16 or integer one in float32), so the output, every gradient upstream of it and
-    the time taken would depend on how the data happened to be made
-    (``tr.tensor(np.random.randn(5, 4))`` is float64). torch refuses such inputs, and so do
-    the recurrent layers and cells here. An input without a dtype (a list) is left to the
-    op, which raises its own error."""
-    got = getattr(x, "dtype", None)
-    if got is None or got == dtype:
-        return
-    fix = f"convert the input with {name}.to(np.{dtype})"
-    if is_float_dtype(got):
-        fix += f", or the module with model.to(np.{got})"
-    raise TypeError(f"{owner}: {name} dtype {got} does not match the parameters' dtype "
-                    f"{dtype} ({fix})")
-
-
 def _torch_default(owner: str, name: str, value: Any, default: Any) -> None:
     """A NotImplementedError naming ``owner`` and ``name`` unless ``value`` is torch's
     default ``default``: an option of the torch layer that this library does not provide
@@ -255,10 +167,10 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device: Any = None, dtype: Any = None, *, generator: Any = None) -> None:
         super().__init__()
-        in_features = _size(in_features, "in_features", "Linear", minimum=0)
-        out_features = _size(out_features, "out_features", "Linear", minimum=0)
-        bias = _flag(bias, "bias", "Linear")
-        dt = _float_dtype(dtype, "Linear")
+        in_features = _validate.size(in_features, "in_features", "Linear", minimum=0)
+        out_features = _validate.size(out_features, "out_features", "Linear", minimum=0)
+        bias = _validate.flag(bias, "bias", "Linear")
+        dt = float_dtype(dtype, "Linear")
         self.in_features, self.out_features = in_features, out_features
         rng = _generator(generator, "Linear")
         k = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
@@ -326,12 +238,12 @@ class Embedding(Module):
         _torch_default("Embedding", "max_norm", max_norm, None)
         _torch_default("Embedding", "scale_grad_by_freq", scale_grad_by_freq, False)
         _torch_default("Embedding", "sparse", sparse, False)
-        _finite(norm_type, "norm_type", "Embedding")
-        _freeze = _flag(_freeze, "_freeze", "Embedding")
-        num_embeddings = _size(num_embeddings, "num_embeddings", "Embedding", minimum=0)
-        embedding_dim = _size(embedding_dim, "embedding_dim", "Embedding", minimum=0)
+        _validate.finite_real(norm_type, "norm_type", "Embedding")
+        _freeze = _validate.flag(_freeze, "_freeze", "Embedding")
+        num_embeddings = _validate.size(num_embeddings, "num_embeddings", "Embedding", minimum=0)
+        embedding_dim = _validate.size(embedding_dim, "embedding_dim", "Embedding", minimum=0)
         if padding_idx is not None:
-            padding_idx = _integer(padding_idx, "padding_idx", "Embedding")
+            padding_idx = _validate.integer(padding_idx, "padding_idx", "Embedding")
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(
                     f"Embedding: padding_idx {padding_idx} is outside the table of "
@@ -341,7 +253,7 @@ class Embedding(Module):
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = padding_idx
         if _weight is None:
-            dt = _float_dtype(dtype, "Embedding")
+            dt = float_dtype(dtype, "Embedding")
             self.weight = Parameter(np.zeros((num_embeddings, embedding_dim), dtype=dt))
             init.normal_(self.weight, 0.0, 1.0, generator=generator)
             if padding_idx is not None:
@@ -353,7 +265,7 @@ class Embedding(Module):
                     f"Embedding: _weight has shape {tuple(data.shape)}, expected "
                     f"{(num_embeddings, embedding_dim)}"
                 )
-            _float_dtype(data.dtype, "Embedding")
+            float_dtype(data.dtype, "Embedding")
             self.weight = Parameter(data, requires_grad=not _freeze)
         place(self, device)
 
@@ -365,7 +277,7 @@ class Embedding(Module):
         """An Embedding holding a copy of ``embeddings`` (V, E) in its dtype; with ``freeze``
         the weight does not require a gradient. The padding row is kept as given. The
         other options are torch's; only their defaults are supported."""
-        freeze = _flag(freeze, "freeze", "Embedding.from_pretrained")
+        freeze = _validate.flag(freeze, "freeze", "Embedding.from_pretrained")
         for name, value, default in (("max_norm", max_norm, None),
                                      ("scale_grad_by_freq", scale_grad_by_freq, False),
                                      ("sparse", sparse, False)):
@@ -419,8 +331,8 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False, *,
                  generator: Any = None) -> None:
         super().__init__()
-        self.p = _probability(p, "p", "Dropout")
-        self.inplace = _flag(inplace, "inplace", "Dropout")
+        self.p = _validate.probability(p, "p", "Dropout")
+        self.inplace = _validate.flag(inplace, "inplace", "Dropout")
         if generator is None:
             default = get_generator(None)
             try:
@@ -635,7 +547,7 @@ class ReLU(Module):
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
-        self.inplace = _flag(inplace, "inplace", "ReLU")
+        self.inplace = _validate.flag(inplace, "inplace", "ReLU")
 
     def forward(self, x: Tensor) -> Tensor:
         y = F.relu(x)

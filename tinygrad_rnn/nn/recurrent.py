@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import bptt
 from .. import functional as F
 from ..backend import get_array_module
@@ -68,14 +69,12 @@ from ..ops.base import Context, Function
 from ..random import get_generator
 from ..creation import split, stack, where
 from ..tensor import Tensor
-from ._checks import host_lengths
+from ._checks import float_dtype, host_lengths
 from .cells import (
     _CallScope, _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
     zero_state,
 )
-from .layers import (
-    _finite, _flag, _float_dtype, _integer, _probability, _size, as_input, place,
-)
+from .layers import as_input, place
 from .module import Module, Parameter
 from .utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 
@@ -162,15 +161,15 @@ class RNNBase(Module):
                  coupled: bool = False, forget_bias: float = 0.0) -> None:
         super().__init__()
         name = type(self).__name__
-        input_size = _size(input_size, "input_size", name)
-        hidden_size = _size(hidden_size, "hidden_size", name)
-        num_layers = _size(num_layers, "num_layers", name)
-        dtype = _float_dtype(dtype, name)
+        input_size = _validate.size(input_size, "input_size", name)
+        hidden_size = _validate.size(hidden_size, "hidden_size", name)
+        num_layers = _validate.size(num_layers, "num_layers", name)
+        dtype = float_dtype(dtype, name)
         # read by truthiness, bidirectional='no' would build two directions
-        bias = _flag(bias, "bias", name)
-        batch_first = _flag(batch_first, "batch_first", name)
-        bidirectional = _flag(bidirectional, "bidirectional", name)
-        dropout = _probability(dropout, "dropout", name)
+        bias = _validate.flag(bias, "bias", name)
+        batch_first = _validate.flag(batch_first, "batch_first", name)
+        bidirectional = _validate.flag(bidirectional, "bidirectional", name)
+        dropout = _validate.probability(dropout, "dropout", name)
         if engine not in ("fused", "autograd"):
             raise ValueError(f"{name}: engine must be 'fused' or 'autograd', got {engine!r}")
         if nonlinearity not in ("tanh", "relu"):
@@ -183,8 +182,9 @@ class RNNBase(Module):
         self.bidirectional = bidirectional
         self.engine = engine
         self.nonlinearity, self.reset = nonlinearity, reset
-        peephole, coupled = _flag(peephole, "peephole", name), _flag(coupled, "coupled", name)
-        forget_bias = _finite(forget_bias, "forget_bias", name)
+        peephole = _validate.flag(peephole, "peephole", name)
+        coupled = _validate.flag(coupled, "coupled", name)
+        forget_bias = _validate.finite_real(forget_bias, "forget_bias", name)
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         # per-step state gradients (track_state_grads, state_grads): the one hook point,
         # recorded by tinygrad_rnn.monitor
@@ -256,7 +256,7 @@ class RNNBase(Module):
 
     @track_state_grads.setter
     def track_state_grads(self, value: bool) -> None:
-        self.state_grad_recording.track = _flag(value, "track_state_grads",
+        self.state_grad_recording.track = _validate.flag(value, "track_state_grads",
                                                 type(self).__name__)
 
     def _check_input(self, x: Tensor) -> tuple[Tensor, bool]:
@@ -554,7 +554,7 @@ class LSTM(RNNBase):
                  dtype: Any = None, *, peephole: bool = False, coupled: bool = False,
                  forget_bias: float = 0.0, engine: str = "fused",
                  generator: Any = None) -> None:
-        if _integer(proj_size, "proj_size", "LSTM") != 0:
+        if _validate.integer(proj_size, "proj_size", "LSTM") != 0:
             raise NotImplementedError(
                 f"LSTM: proj_size={proj_size} (an LSTM with projections) is not supported by "
                 f"tinygrad_rnn; use proj_size=0 and a Linear layer on the output instead")

@@ -44,7 +44,8 @@ from ..tensor import Tensor
 from . import functional as NF
 from . import init
 from .activation import GELU
-from .attention import MultiheadAttention, _as_array
+from ._masks import as_array
+from .attention import MultiheadAttention
 from .layers import (
     Dropout, Linear, ModuleList, ReLU, _dtype_note, _finite, _flag, _float_dtype, _generator,
     _probability, _size, as_input, check_input_dtype, place,
@@ -160,7 +161,7 @@ def _masks(who: str, x: Tensor, n: int, tq: int, tk: int, nhead: int, attn_mask:
     xp = get_array_module(x._data)
     batched = x.ndim == 3
     if attn_mask is not None:
-        attn_mask = _as_array(attn_mask, xp, who, attn_name)
+        attn_mask = as_array(attn_mask, xp, who, attn_name)
         if attn_mask.dtype != bool and not is_float_dtype(attn_mask.dtype):
             raise TypeError(
                 f"{who}: {attn_name} must be boolean (True = not allowed) or floating point "
@@ -173,7 +174,7 @@ def _masks(who: str, x: Tensor, n: int, tq: int, tk: int, nhead: int, attn_mask:
                 f"(batch {n} x nhead {nhead})"
             )
     if pad is not None:
-        pad = _as_array(pad, xp, who, pad_name)
+        pad = as_array(pad, xp, who, pad_name)
         if pad.dtype != bool and not is_float_dtype(pad.dtype):
             raise TypeError(
                 f"{who}: {pad_name} must be boolean (True = padding) or floating point "
