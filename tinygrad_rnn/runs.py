@@ -151,9 +151,9 @@ def environment() -> dict:
     describes the machine rather than the run."""
     from importlib import metadata
 
-    from . import __version__
-
-    packages = {"tinygrad_rnn": __version__, "numpy": np.__version__}
+    # the package's version without importing the package's top (it is loaded already)
+    own = getattr(sys.modules.get(__name__.rpartition(".")[0]), "__version__", None)
+    packages = {"tinygrad_rnn": own, "numpy": np.__version__}
     for name in ("matplotlib", "tqdm"):
         try:
             packages[name] = metadata.version(name)
