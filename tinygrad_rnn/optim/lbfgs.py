@@ -365,7 +365,7 @@ class LBFGS(Optimizer):
             ) from err
 
     # ---------------------------------------------------------------- the step
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Run up to ``max_iter`` L-BFGS iterations.
 
         Parameters
@@ -406,9 +406,13 @@ class LBFGS(Optimizer):
         if _host(abs(flat_grad).max()) <= tolerance_grad:
             return first_loss                    # already at a stationary point
 
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps = state.get("old_dirs"), state.get("old_stps")
-        ro, H_diag = state.get("ro"), state.get("H_diag")
+        # the previous call's direction, step and history (None before the first iteration)
+        d: Any = state.get("d")
+        t: Any = state.get("t")
+        old_dirs: Any = state.get("old_dirs")
+        old_stps: Any = state.get("old_stps")
+        ro: Any = state.get("ro")
+        H_diag: Any = state.get("H_diag")
         prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
 
         iteration = 0

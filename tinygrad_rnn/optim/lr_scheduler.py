@@ -50,7 +50,7 @@ def whole_number(where: str, name: str, value: Any, minimum: int) -> int:
     a whole number (``2.0``, ``np.ceil(7 / 2)``; torch accepts these too); a TypeError for
     anything else (bools and strings included), a ValueError for a float with a fractional
     part (``2.5`` is never rounded) or a value below ``minimum``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__} "
                         f"{value!r}")
     if not isinstance(value, (int, np.integer)):
@@ -60,6 +60,13 @@ def whole_number(where: str, name: str, value: Any, minimum: int) -> int:
     if value < minimum:
         raise ValueError(f"{where}: invalid {name}: {value} (must be >= {minimum})")
     return int(value)
+
+
+def _is_real(value: Any) -> bool:
+    """A real number (int or float, Python or NumPy), not a bool. (A function rather than
+    the isinstance test inline, so a type checker keeps the value's type: numbers.Real
+    declares no arithmetic.)"""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _scalar(value: Any) -> Any:
@@ -75,7 +82,7 @@ def _check_positive(where: str, name: str, value: Any) -> float:
     one; not a bool), finite and > 0; a TypeError or ValueError naming ``where`` and ``name``
     otherwise."""
     value = _scalar(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} "
                         f"{value!r}")
     if not (math.isfinite(value) and value > 0):
@@ -89,7 +96,7 @@ def _check_factor(where: str, name: str, value: Any) -> float:
     would make the learning rate negative). A Python float keeps the learning rates Python
     floats (a NumPy float32 factor would turn them into float32 scalars)."""
     value = _scalar(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise TypeError(f"{where}: {name} must be a real number, got {type(value).__name__} "
                         f"{value!r}")
     if not (math.isfinite(value) and value >= 0):
@@ -202,7 +209,7 @@ class LRScheduler:
         if epoch is not None:
             epoch = _scalar(epoch)
             where = f"{type(self).__name__}.step"
-            if isinstance(epoch, (bool, np.bool_)) or not isinstance(epoch, numbers.Real):
+            if not _is_real(epoch):
                 raise TypeError(f"{where}: epoch must be a number (or None), got "
                                 f"{type(epoch).__name__} {epoch!r}")
             if not math.isfinite(epoch):
@@ -533,7 +540,7 @@ class LambdaLR(LRScheduler):
         lrs = []
         for k, (fn, base_lr) in enumerate(zip(self.lr_lambdas, self.base_lrs)):
             factor = _scalar(fn(self.last_epoch))
-            if isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real):
+            if not _is_real(factor):
                 raise TypeError(f"LambdaLR: lr_lambda (for parameter group {k}) must return "
                                 f"a real number, returned {type(factor).__name__} "
                                 f"{factor!r} at epoch {self.last_epoch}")
@@ -667,7 +674,7 @@ class ReduceLROnPlateau(LRScheduler):
             raise ValueError(f"{where}: threshold_mode must be 'rel' or 'abs', got "
                              f"{threshold_mode!r}")
         threshold = _scalar(threshold)
-        if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
+        if not _is_real(threshold):
             raise TypeError(f"{where}: threshold must be a real number, got "
                             f"{type(threshold).__name__} {threshold!r}")
         if not math.isfinite(threshold):
@@ -697,7 +704,8 @@ class ReduceLROnPlateau(LRScheduler):
             return a > best * (self.threshold + 1.0)
         return a > best + self.threshold
 
-    def step(self, metrics: Any = None, epoch: int | None = None) -> None:  # type: ignore
+    # torch's signature: the metric comes first, unlike LRScheduler.step(epoch)
+    def step(self, metrics: Any = None, epoch: int | None = None) -> None:  # type: ignore[override]
         """Record the metric of one epoch and reduce the learning rates if it has stopped
         improving.
 
