@@ -129,11 +129,25 @@ def _maybe(rng: np.random.Generator, *shape: int) -> np.ndarray | None:
     return _reals(rng, *shape) if rng.random() < 0.75 else None
 
 
+def _grad_of(p: Any) -> np.ndarray:
+    """``p.grad`` as a host array; a failure naming the parameter when it has none."""
+    if p.grad is None:
+        raise PropertyFailure(f"a parameter of shape {tuple(p.shape)} received no gradient")
+    return p.grad.numpy()
+
+
+def _elman_step(a: dict, nonlinearity: str) -> tuple:
+    from tinygrad_rnn.bptt import rnn_step_forward
+
+    return rnn_step_forward(a["x_t"], a["h_prev"], a["weight_ih"], a["weight_hh"],
+                            a["bias_ih"], a["bias_hh"], nonlinearity=nonlinearity)
+
+
 # ------------------------------------------------------------------- recurrent step pairs
 def prop_rnn_step(rng: np.random.Generator) -> None:
     """rnn_step_backward against central differences of rnn_step_forward (tanh and relu,
     with and without biases); relu pre-activations kept away from 0."""
-    from tinygrad_rnn.bptt import rnn_step_backward, rnn_step_forward
+    from tinygrad_rnn.bptt import rnn_step_backward
 
     N, D, H = 2, int(rng.integers(1, 4)), int(rng.integers(1, 4))
     nonlinearity = "tanh" if rng.random() < 0.5 else "relu"
@@ -141,13 +155,13 @@ def prop_rnn_step(rng: np.random.Generator) -> None:
         ins = {"x_t": _reals(rng, N, D), "h_prev": _reals(rng, N, H),
                "weight_ih": _reals(rng, H, D), "weight_hh": _reals(rng, H, H),
                "bias_ih": _maybe(rng, H), "bias_hh": _maybe(rng, H)}
-        h, cache = rnn_step_forward(*ins.values(), nonlinearity=nonlinearity)
+        h, cache = _elman_step(ins, nonlinearity)
         if nonlinearity == "tanh" or np.abs(cache.a_t).min() > 0.05:
             break
     box: list = []
 
     def forward(a: dict) -> tuple:
-        h_t, cache = rnn_step_forward(*a.values(), nonlinearity=nonlinearity)
+        h_t, cache = _elman_step(a, nonlinearity)
         box[:] = [cache]
         return (h_t,)
 
@@ -178,7 +192,8 @@ def prop_gru_step(rng: np.random.Generator) -> None:
     box: list = []
 
     def forward(a: dict) -> tuple:
-        h_t, cache = gru_step_forward(*a.values(), reset=reset)
+        h_t, cache = gru_step_forward(a["x_t"], a["h_prev"], a["weight_ih"], a["weight_hh"],
+                                      a["bias_ih"], a["bias_hh"], reset=reset)
         box[:] = [cache]
         return (h_t,)
 
@@ -204,7 +219,7 @@ def prop_lstm_step(rng: np.random.Generator) -> None:
     coupled = bool(rng.random() < 0.3)
     peephole = bool(rng.random() < 0.4)
     G = 3 if coupled else 4
-    gate_rows = ("f", "g", "o") if coupled else ("i", "f", "g", "o")
+    gate_rows: tuple = ("f", "g", "o") if coupled else ("i", "f", "g", "o")
     ins = {"x_t": _reals(rng, N, D), "h_prev": _reals(rng, N, H), "c_prev": _reals(rng, N, H),
            "weight_ih": _reals(rng, G * H, D), "weight_hh": _reals(rng, G * H, H),
            "bias_ih": _maybe(rng, G * H), "bias_hh": _maybe(rng, G * H),
@@ -212,8 +227,9 @@ def prop_lstm_step(rng: np.random.Generator) -> None:
     box: list = []
 
     def forward(a: dict) -> tuple:
-        v = list(a.values())
-        h_t, c_t, cache = lstm_step_forward(*v[:7], weight_ch=v[7], coupled=coupled)
+        h_t, c_t, cache = lstm_step_forward(
+            a["x_t"], a["h_prev"], a["c_prev"], a["weight_ih"], a["weight_hh"], a["bias_ih"],
+            a["bias_hh"], weight_ch=a["weight_ch"], coupled=coupled)
         box[:] = [cache]
         return h_t, c_t
 
@@ -441,6 +457,7 @@ def _gradcheck(what: str, fn: Callable, *leaves: Any, equation: str) -> None:
 
     report = tr.gradcheck(fn, leaves, eps=EPS, atol=ATOL * 10, rtol=RTOL,
                           raise_exception=False)
+    assert not isinstance(report, bool)  # raise_exception=False: always the report
     if not report.passed:
         raise PropertyFailure(
             f"{what}: worst entry d output{list(report.output_element)} / d "
@@ -549,7 +566,7 @@ def prop_truncated_gradient(rng: np.random.Generator) -> None:
 
     tr.truncation.run_truncated(lambda xs, h: rnn(xs, h), x,
                                 tr.truncation.williams_peng(k1, k2), loss_fn)
-    got = {name: p.grad.numpy().copy() for name, p in rnn.named_parameters()}
+    got = {name: _grad_of(p).copy() for name, p in rnn.named_parameters()}
     rnn.zero_grad()
     with tr.no_grad():
         states = [None] + [rnn(x[:t])[1] for t in range(1, T + 1)]
@@ -558,7 +575,7 @@ def prop_truncated_gradient(rng: np.random.Generator) -> None:
         out, _ = rnn(x[start:stop], h0)
         (out[loss_start - start:] * tr.Tensor(w[loss_start:stop])).sum().backward()
     for name, p in rnn.named_parameters():
-        want = p.grad.numpy()
+        want = _grad_of(p)
         err = np.abs(got[name] - want)
         if err.max() > 1e-10 * max(1.0, float(np.abs(want).max())):
             idx = np.unravel_index(int(np.argmax(err)), want.shape)
@@ -597,7 +614,7 @@ def prop_clip_grad_norm(rng: np.random.Generator) -> None:
                               f"clipping)")
     coef = min(1.0, max_norm / (total + 1e-6))
     for k, (p, g) in enumerate(zip(params, grads)):
-        got = p.grad.numpy()
+        got = _grad_of(p)
         err = np.abs(got - g * coef)
         if err.max() > 1e-12 * max(1.0, float(np.abs(g).max())):
             idx = np.unravel_index(int(np.argmax(err)), g.shape)

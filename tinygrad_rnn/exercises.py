@@ -61,7 +61,7 @@ from typing import Any, Sequence
 
 __all__ = [
     "Task", "Check", "Region", "MarkerError", "TaskResult", "TASKS", "BY_NAME",
-    "PACKAGE_DIR", "find_regions", "stub_message", "stub_source", "make", "check",
+    "PACKAGE_DIR", "find_regions", "region_text", "replace_region", "stub_message", "stub_source", "make", "check",
     "grade_task", "format_scoreboard", "format_list", "add_parser", "run_cli",
 ]
 
@@ -326,6 +326,29 @@ def find_regions(package_dir: Path | str = PACKAGE_DIR) -> dict[str, Region]:
     return found
 
 
+def region_text(name: str, package_dir: Path | str = PACKAGE_DIR) -> str:
+    """The code between the two markers of region ``name`` in the package at
+    ``package_dir`` (default the installed one: the reference solution)."""
+    region = find_regions(package_dir)[name]
+    lines = (Path(package_dir) / region.path).read_text(encoding="utf-8").splitlines(True)
+    return "".join(lines[region.begin:region.end - 1])
+
+
+def replace_region(package_dir: Path | str, name: str, code: str) -> None:
+    """Write ``code`` (whole lines, indented as the region) between the markers of region
+    ``name`` in the package at ``package_dir``, as a student does by hand. Refuses the
+    installed package itself."""
+    package_dir = Path(package_dir).resolve()
+    if package_dir == PACKAGE_DIR:
+        raise ValueError("replace_region: refusing to edit the installed package; pass the "
+                         "package folder of a copy (OUT/tinygrad_rnn)")
+    region = find_regions(package_dir)[name]
+    file = package_dir / region.path
+    lines = file.read_text(encoding="utf-8").splitlines(True)
+    lines[region.begin:region.end - 1] = [code if code.endswith("\n") else code + "\n"]
+    file.write_text("".join(lines), encoding="utf-8")
+
+
 # ======================================================================== make
 def _checks_text(task: Task) -> str:
     return ", ".join(c.label for c in task.checks)
@@ -504,17 +527,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{_package_frame(exc)}"
 
 
-def _suite_module() -> Any:
-    try:
-        from .testing import suite
-    except ImportError:  # before the registry moved into tinygrad_rnn.testing
-        from . import _gradcheck_suite as suite
-    return suite
-
-
 def _run_suite_check(check_: Check, seed: int) -> tuple[bool, str]:
+    """The examples of one entry of ``tinygrad-rnn gradcheck``'s suite, stopping at the first
+    failure: (passed, what failed)."""
     from .tensor import Tensor
-    suite = _suite_module()
+    from .testing import suite
+
     entry = suite.BY_NAME[check_.target]
     for k in range(check_.examples):
         problem = entry.sample(suite.example_rng(seed, entry.name, k))
@@ -647,6 +665,9 @@ def check(out: Path | str | None = None, tasks: str | Sequence[str] | None = Non
     """Grade ``tasks`` (default: those of the copy's manifest, else all) on the copy at
     ``out`` (default: the installed package), each in a child process under ``timeout``
     seconds. ``progress(result)`` is called after each task."""
+    if not timeout > 0:
+        raise ValueError(f"exercises check: timeout must be a positive number of seconds, "
+                         f"got {timeout!r}")
     root = _root_of(out)
     chosen = _parse_tasks(tasks) if tasks is not None else _default_tasks(root)
     results = []
