@@ -201,12 +201,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     path = folder / f"{args.name}.py"
     accepted = demo_options(path)
     argv: list[str] = []
-    given = (("--quick", [] if args.quick else None),
-             ("--out", [args.out] if args.out is not None else None),
-             ("--seed", [str(args.seed)] if args.seed is not None else None),
-             ("--device", [args.device] if args.device is not None else None),
-             ("--run-dir", [args.run_dir] if args.run_dir is not None else None),
-             ("--no-progress", [] if args.no_progress else None))
+    given: tuple[tuple[str, list[str] | None], ...] = (
+        ("--quick", [] if args.quick else None),
+        ("--out", [args.out] if args.out is not None else None),
+        ("--seed", [str(args.seed)] if args.seed is not None else None),
+        ("--device", [args.device] if args.device is not None else None),
+        ("--run-dir", [args.run_dir] if args.run_dir is not None else None),
+        ("--no-progress", [] if args.no_progress else None),
+    )
     for flag, value in given:
         if value is None:
             continue
@@ -330,7 +332,7 @@ def _backends() -> list[str]:
         lines.append("cupy (GPU): not installed (optional: pip install \"tinygrad_rnn[gpu]\")")
         return lines
     try:
-        import cupy  # type: ignore[import-not-found]
+        import cupy
 
         count = int(cupy.cuda.runtime.getDeviceCount())
         lines.append(f"cupy (GPU): available, {count} CUDA device(s)" if count else
@@ -358,7 +360,7 @@ def _blas() -> list[str]:
             lines.append(f"threadpoolctl failed: {type(exc).__name__}: {exc}")
     if not lines:
         try:
-            config = np.show_config(mode="dicts")
+            config: Any = np.show_config(mode="dicts")  # typed as returning None
             deps = config.get("Build Dependencies", {})
             for key in ("blas", "lapack"):
                 dep = deps.get(key, {})

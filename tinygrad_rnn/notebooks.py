@@ -193,7 +193,7 @@ def rewrite_links(markdown: str, page: Path, notebook_dir: Path,
         return m.group(1) + new + hash_ + anchor
 
     out = []
-    fenced = set()
+    fenced: set[int] = set()
     for block in code_blocks(markdown):
         fenced.update(range(block.start, block.end + 1))
     for k, line in enumerate(markdown.split("\n")):

@@ -302,6 +302,7 @@ class NGramLM:
     def _probs(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
         """P(words[i] | contexts[i]) for (M, n - 1) contexts and (M,) words, vectorised."""
         V = self.vocab_size
+        assert V is not None, "callers check that the model is fitted"
         n = self.order
         d = self.discount
         p = np.full(words.shape[0], 1.0 / V)  # level 0: uniform
@@ -421,6 +422,7 @@ class NGramLM:
         if gram.size != self.order:
             raise ValueError(f"NGramLM.count: need {self.order} ids, got {gram.size}")
         level = self._levels[self.order]
+        assert self.vocab_size is not None  # fitted (checked above)
         i, found = _lookup(level.gram_keys, _keys(gram[None, :], self.vocab_size))
         return int(level.gram_counts[i[0]]) if found[0] else 0
 

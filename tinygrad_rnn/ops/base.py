@@ -97,7 +97,7 @@ class Function:
         # ``float_math`` is the attribute's old name, still spelled so in ops/losses.py until
         # its rename lands there: it means the same
         if "float_math" in vars(cls):
-            cls.int_inputs_as_float = cls.float_math
+            cls.int_inputs_as_float = vars(cls)["float_math"]
 
     @staticmethod
     def forward(ctx: Context, *arrays: Any, **constants: Any) -> Any:

@@ -236,7 +236,7 @@ class Subset(Dataset[T_co]):
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, list):
-            return self.dataset[[self.indices[i] for i in idx]]  # type: ignore[index]
+            return self.dataset[[self.indices[i] for i in idx]]
         return self.dataset[self.indices[idx]]
 
     def __len__(self) -> int:
