@@ -420,6 +420,15 @@ def _one_blas_thread() -> Iterator[None]:
             os.environ.pop(v, None)
 
 
+def _outcome(future: Any) -> tuple[Any, BaseException | None]:
+    """(result, None) or (None, the error) of a finished future: the point's own exception,
+    or the executor's (a worker process that died, a task the cluster lost or cancelled)."""
+    try:
+        return future.result(), None
+    except Exception as err:  # noqa: BLE001  (reported as the point's failure)
+        return None, err
+
+
 class _Inline:
     """Run the points one by one in this process (workers=1)."""
 
@@ -460,8 +469,7 @@ class _Pool:
 
         index = {f: i for i, f in enumerate(handles)}
         for fut in as_completed(handles):
-            err = fut.exception()
-            yield index[fut], (None if err else fut.result()), err
+            yield (index[fut], *_outcome(fut))
 
     def close(self) -> None:
         try:
@@ -499,10 +507,7 @@ class _Dask:
 
         index = {f.key: i for i, f in enumerate(handles)}
         for fut in as_completed(handles):
-            if fut.status == "error":
-                yield index[fut.key], None, fut.exception()
-            else:
-                yield index[fut.key], fut.result(), None
+            yield (index[fut.key], *_outcome(fut))
 
     def close(self) -> None:
         if self.owned:
