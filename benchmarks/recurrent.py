@@ -847,6 +847,8 @@ def _run_device(cfg: Config, args: argparse.Namespace, command: str) -> int:
     """Time ours on ``cfg.device`` in this process: on 'cuda' against torch on CUDA, on the
     'standin' test device (a check of the device code path, not a speed claim) against torch
     on the CPU."""
+    if cfg.device == "standin":  # a test double: registered by the testing package
+        import tinygrad_rnn.testing  # noqa: F401
     torch = _import_torch(cfg, None)
     if cfg.device == "cuda":
         why = _cuda_missing()

@@ -1,5 +1,8 @@
 """Checkers: is the gradient of your op, function, module or Jacobian right?
 
+(Over 700 lines for a reason: the four checkers share one contract run, one report and
+one way of copying a caller's objects, which would otherwise cross module boundaries.)
+
 Each returns a :class:`CheckReport`, or raises :class:`CheckFailure` (an ``AssertionError``)
 naming every check that failed. They need NumPy only (no hypothesis); the property-based
 wrapper :func:`~tinygrad_rnn.testing.gradient_property` is in :mod:`.strategies`.

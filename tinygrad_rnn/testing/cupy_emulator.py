@@ -1,5 +1,8 @@
 """A CuPy emulator, the stand-in device ``'standin'``: NumPy underneath, CuPy's rules on top.
 
+(Over 700 lines for a reason: about 250 of them are data, CuPy 14.2's API and parameter
+lists, which tests/device/test_standin.py checks against an installed CuPy.)
+
 A test double, not a backend: it lives in :mod:`tinygrad_rnn.testing` and joins the backend
 through :func:`tinygrad_rnn.backend.register_device` when it is imported (``import
 tinygrad_rnn.testing`` does that; so do the test suite's ``conftest.py`` and the CLI's
