@@ -119,7 +119,12 @@ class Task:
 
     @property
     def where(self) -> str:
+        """What to read: "(AC3) in docs/activations.md, section '2. tanh'", or for a task
+        derived in a docstring "the Math section of Adam's docstring in tinygrad_rnn/...".
+        """
         eqs = f"{self.equation_text} in " if self.equations else ""
+        if not self.page.endswith(".md"):
+            return f"{eqs}{self.section} in {self.page}"
         return f"{eqs}{self.page}, section '{self.section}'"
 
 
