@@ -51,7 +51,7 @@ def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture) -
     assert "examples:" in out and "tinygrad-rnn gradcheck --ops" in out
 
 
-@pytest.mark.parametrize("command", ["demo", "gradcheck", "bench", "info"])
+@pytest.mark.parametrize("command", ["demo", "gradcheck", "bench", "info", "plot", "sweep"])
 def test_subcommand_help(capsys: pytest.CaptureFixture, command: str) -> None:
     code, out, _ = run(capsys, command, "--help")
     assert code == 0 and f"tinygrad-rnn {command}" in out

@@ -750,7 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  tinygrad-rnn sweep sweeps/adding_full_sweep.toml --out runs/full "
                "--workers 8\n"
                "  tinygrad-rnn sweep sweeps/adding_full_sweep.toml --out runs/full "
-               "--scheduler tcp://10.0.0.5:8786",
+               "--scheduler tcp://SCHEDULER:8786",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sweep.add_argument("config", metavar="CONFIG.toml", help="the sweep's TOML file")
     sweep.add_argument("--out", required=True, metavar="DIR",
