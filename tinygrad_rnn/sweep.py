@@ -60,11 +60,9 @@ import contextlib
 import hashlib
 import itertools
 import json
-import math
 import os
 import sys
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -262,8 +260,10 @@ def load_config(config: str | os.PathLike | Mapping) -> SweepConfig:
         cfg.grid[pname] = checked
     random = dict(_table(src, "random", raw.get("random", {})))
     if random:
-        cfg.samples = _count(src, "random.samples", random.pop("samples", None), 1) \
-            if "samples" in random else _count(src, "random.samples", None, 1)
+        if "samples" not in random:
+            raise SweepError(f"{src}: missing key random.samples: [random] needs samples = N, "
+                             f"how many draws to make for each grid point")
+        cfg.samples = _count(src, "random.samples", random.pop("samples"), 1)
         for pname, spec in random.items():
             _check_param(src, "random", pname, exp)
             if pname in cfg.fixed or pname in cfg.grid:
@@ -747,7 +747,8 @@ def plot_summary(cfg: SweepConfig, rows: list[dict], path: str | os.PathLike) ->
     series: dict[str, dict[float, list[float]]] = {}
     for label, values in _groups(cfg, rows).items():
         d = dict(label)
-        name = ", ".join(f"{k}={v}" for k, v in d.items() if k != x) or metric
+        others = sorted((kv for kv in d.items() if kv[0] != x), key=lambda kv: kv[0] != line)
+        name = ", ".join(f"{k}={v}" for k, v in others) or metric  # the line's value first
         series.setdefault(name, {}).setdefault(float(d[x]), []).extend(values)
     plt = viz._pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
