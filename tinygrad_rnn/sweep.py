@@ -430,20 +430,19 @@ def _outcome(future: Any) -> tuple[Any, BaseException | None]:
 
 
 class _Inline:
-    """Run the points one by one in this process (workers=1)."""
+    """Run the points one by one in this process (workers=1), each when its result is
+    asked for, so the progress bar moves point by point."""
 
-    def __init__(self) -> None:
-        self.done: list = []
-
-    def submit(self, spec: dict) -> Any:
-        try:
-            return ("ok", run_point(spec))
-        except Exception as err:  # noqa: BLE001  (reported as the point's failure)
-            return ("error", err)
+    def submit(self, spec: dict) -> dict:
+        return spec
 
     def results(self, handles: list) -> Iterator[tuple[int, Any, BaseException | None]]:
-        for i, (kind, value) in enumerate(handles):
-            yield (i, value, None) if kind == "ok" else (i, None, value)
+        for i, spec in enumerate(handles):
+            try:
+                result, err = run_point(spec), None
+            except Exception as error:  # noqa: BLE001  (reported as the point's failure)
+                result, err = None, error
+            yield i, result, err
 
     def close(self) -> None:
         pass
