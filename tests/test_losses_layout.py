@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tinygrad_rnn as tr
+from torch_oracle import requires_torch
 from tinygrad_rnn import functional as F
 
 TOL = 1e-12
@@ -155,6 +156,7 @@ def _assert_matches_torch(name: str, case: dict) -> None:
 
 
 # ------------------------------------------------------------------------------ torch parity
+@requires_torch
 @given(case=hard_cases())
 @example(case=F13)
 @example(case=EMPTY)
@@ -167,6 +169,7 @@ def test_cross_entropy_class_ids_match_torch(case: dict) -> None:
     _assert_matches_torch("cross_entropy", case)
 
 
+@requires_torch
 @given(case=hard_cases())
 @example(case=F13)
 @example(case=EMPTY)
@@ -177,6 +180,7 @@ def test_nll_loss_matches_torch(case: dict) -> None:
     _assert_matches_torch("nll_loss", case)
 
 
+@requires_torch
 @given(case=soft_cases())
 @example(case={"x": np.zeros((0, 3)), "target": np.zeros((0, 3)), "weight": None,
                "reduction": "mean", "label_smoothing": 0.0})
@@ -269,6 +273,7 @@ def _layout_error(name: str, x_shape: tuple, t_shape: tuple) -> Exception | None
 
 
 @pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@requires_torch
 @given(shapes=any_shapes())
 @example(shapes=((5, 3, 7), (5, 3)))
 @example(shapes=((3,), (1,)))

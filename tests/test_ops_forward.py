@@ -23,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import tinygrad_rnn as tr
+from torch_oracle import requires_torch
 from tinygrad_rnn.testing.registry import (
     BY_NAME, REGISTRY, Case, OpInfo, as_tuple, graph_functions, random_upstream, run_vjp,
 )
@@ -160,7 +161,7 @@ def _make_torch_loss_test(name: str) -> Any:
     test.__doc__ = f"{name}: forward and gradients equal torch's (float64, 1e-10)."
     for case in BY_NAME[name].examples:
         test = example(case=case, seed=0)(test)
-    return given(case=BY_NAME[name].cases, seed=SEEDS)(test)
+    return requires_torch(given(case=BY_NAME[name].cases, seed=SEEDS)(test))
 
 
 for _name in TORCH_LOSSES:
@@ -213,7 +214,7 @@ def _make_torch_softmax_test(name: str) -> Any:
     test.__doc__ = f"{name} (with and without mask): forward and gradient equal torch's."
     for case in BY_NAME[name].examples:
         test = example(case=case, seed=0)(test)
-    return given(case=BY_NAME[name].cases, seed=SEEDS)(test)
+    return requires_torch(given(case=BY_NAME[name].cases, seed=SEEDS)(test))
 
 
 for _name in ("softmax", "log_softmax"):

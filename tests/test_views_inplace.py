@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tinygrad_rnn as tr
+from torch_oracle import requires_torch
 
 
 def leaf(values: Any) -> tr.Tensor:
@@ -424,6 +425,7 @@ def _program(lib: Any, x: Any, w_full: Any, index: tuple, write: str) -> tuple:
     return loss, base, view
 
 
+@requires_torch
 @settings(max_examples=60)
 @given(index=basic_indices(SHAPE), write=st.sampled_from(WRITES))
 @example(index=(0, 1), write="imul")

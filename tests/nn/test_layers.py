@@ -17,6 +17,7 @@ import tinygrad_rnn as tr
 from tinygrad_rnn import nn
 
 from module_helpers import swapped_parameters
+from torch_oracle import requires_torch
 
 
 def module_fn(module: nn.Module, *names: str):
@@ -372,6 +373,7 @@ def _torch_state(module) -> dict:
     return {k: v.detach().numpy().copy() for k, v in module.state_dict().items()}
 
 
+@requires_torch
 @given(seed=st.integers(0, 2 ** 31 - 1), bias=st.booleans())
 @example(seed=0, bias=True)
 def test_linear_matches_torch(seed, bias):
