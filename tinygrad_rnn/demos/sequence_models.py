@@ -256,12 +256,21 @@ def plot_parts3_4(res: dict, args: argparse.Namespace) -> None:
                           f"R={res['conv_receptive_field']})",
             ylabel=r"$\|\partial L / \partial x_t\|$ (input embeddings)",
             path=os.path.join(args.out, f"gradient_paths_{stage}.png"))
-    viz.plot_learning_curves(
-        {k: v for k, v in res["accuracy"].items()}, x={k: res["T"] for k in KINDS},
-        xlabel="sequence length T (the key is T - 1 steps before the answer)",
-        ylabel="test accuracy", hline=1 / (KEYS // 2), hline_label="chance (0.2)",
-        title=f"Recall the first token, {args.steps} updates of batch {args.batch}",
-        path=os.path.join(args.out, "recall_accuracy.png"))
+    plt = viz._pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for i, kind in enumerate(KINDS):
+        ax.plot(res["T"], res["accuracy"][kind], marker="osv^"[i], label=kind)
+    ax.axhline(1 / (KEYS // 2), color="gray", ls="--", lw=1, label="chance (0.2)")
+    ax.axvline(res["conv_receptive_field"], color="gray", ls=":", lw=1,
+               label=f"conv receptive field R = {res['conv_receptive_field']}")
+    ax.set_xlabel("sequence length T (the key is T - 1 steps before the answer)")
+    ax.set_ylabel("test accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"Recall the first token, {args.steps} updates of batch {args.batch}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    viz.save_figure(fig, os.path.join(args.out, "recall_accuracy.png"))
+    plt.close(fig)
 
 
 # ----------------------------------------------------------------------------- command line
