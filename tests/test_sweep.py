@@ -259,6 +259,14 @@ def test_every_registered_experiment_runs_a_point(tmp_path: Path, name: str, fix
         assert table.shape == (1, 12) and row["horizon"] >= 1
 
 
+def test_rho_for_a_gated_cell_is_an_error_not_ignored(tmp_path: Path) -> None:
+    report = run_sweep({"experiment": "vanishing", "fixed": {"T": 6, "hidden": 4, "batch": 2},
+                        "grid": {"cell": ["gru"], "rho": [0.5]}}, tmp_path, workers=1,
+                       progress=False, echo=False)
+    (error,) = report.failed.values()
+    assert "rho=0.5 sets the spectral radius of an Elman RNN's W_hh" in error
+
+
 def test_the_committed_sweep_configs_load() -> None:
     configs = sorted((ROOT / "sweeps").glob("*_sweep.toml"))
     assert {p.name for p in configs} >= {"adding_small_sweep.toml", "adding_full_sweep.toml"}

@@ -84,11 +84,18 @@ def register(experiment: Experiment) -> Experiment:
 
 # ----------------------------------------------------------------------------- models
 class Regressor(nn.Module):
-    """A recurrent layer (batch first) with a linear readout of its last hidden state."""
+    """A recurrent layer (batch first) with a linear readout of its last hidden state (of
+    every state with ``every_step=True``). ``rho > 0`` makes an Elman RNN's W_hh a random
+    orthogonal matrix scaled to spectral radius ``rho``; 0 keeps the default init."""
 
     def __init__(self, cell: str, input_size: int, hidden: int, outputs: int,
                  generator: np.random.Generator, rho: float = 0.0) -> None:
         super().__init__()
+        if rho > 0 and cell in ("lstm", "gru"):
+            raise ValueError(f"Regressor: rho={rho} sets the spectral radius of an Elman "
+                             f"RNN's W_hh (cell 'rnn' or 'relu'); the {cell.upper()}'s "
+                             f"recurrent weight stacks one block per gate, so leave rho at 0 "
+                             f"for cell={cell!r}")
         if cell == "lstm":
             self.rnn = nn.LSTM(input_size, hidden, batch_first=True, forget_bias=1.0,
                                generator=generator)
