@@ -236,6 +236,10 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
         runs.RunWriter(tmp_path / "c", seed=1.5)
     with pytest.raises(TypeError, match="fit: run_dir must be a folder path"):
         train_small(42)
+    with runs.RunWriter(tmp_path / "d") as run:
+        run.start_metrics(monitored=False)
+        with pytest.raises(ValueError, match="started without a monitor"):
+            run.log(0.1, state_norms={("rnn", 0, 0, "h"): np.ones(3)})
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotADirectoryError, match="is not a folder"):
         runs.RunWriter(tmp_path / "file")

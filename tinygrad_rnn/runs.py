@@ -453,6 +453,10 @@ class RunWriter:
             raise RuntimeError(f"RunWriter.log: the run in {self.path} is closed")
         if self._metrics is None:
             self.start_metrics(monitored=state_norms is not None)
+        if state_norms is not None and self._states is None:
+            raise ValueError(f"RunWriter.log: state_norms given, but {self.path / METRICS} was "
+                             f"started without a monitor (start_metrics(monitored=False)), so "
+                             f"it has no state-norm columns")
         self.last_step += 1
         step = self.last_step
         row = [_number(step), _number(loss), _number(val_loss), _number(grad_norm),
