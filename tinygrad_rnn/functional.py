@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
 from . import ops
 from .backend import get_array_module
-from .bptt._checks import check_flag
 from .ops.losses import (
     BinaryCrossEntropy, check_ignore_index, check_unit_interval, takes_plain_path,
 )
@@ -276,7 +276,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, generator: Any = None
 def _check_dropout(x: Any, p: Any, training: Any, generator: Any) -> tuple:
     """(x as a Tensor, p as a float, the generator) for :func:`dropout` (see there)."""
     p = check_unit_interval("dropout", "p", p)
-    check_flag("dropout", "training", training)
+    _validate.flag(training, "training", "dropout")
     if isinstance(generator, (bool, np.bool_)):
         raise TypeError(f"dropout: generator must be None, a seed (int) or a "
                         f"numpy.random.Generator, got {generator!r}")

@@ -41,6 +41,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from . import _validate
 from .backend import get_array_module, to_device
 from .dtypes import array_of
 from .engine import is_grad_enabled
@@ -78,15 +79,7 @@ def _real_number(value: Any, where: str, name: str) -> float:
     tensor holding one, such as the norm clip_grad_norm_ returns)."""
     if isinstance(value, Tensor) and value.numel() == 1 and value.dtype.kind in "iuf":
         value = value.item()
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value[()]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{where}: {name} must be a real number, got {value!r} "
-                        f"({type(value).__name__})")
-    if not np.isfinite(float(value)):
-        raise ValueError(f"{where}: {name} must be a finite number, got {value!r}")
-    return float(value)
+    return _validate.finite_real(value, name, where)
 
 
 def _sq_norm(a: Any) -> float:

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import _validate
 from .graph import BackwardRecord, Graph, graph, record_backward
 from .tensor import Tensor
 
@@ -97,14 +98,6 @@ def _file_mode(path: str) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-def _check_flag(value: Any, where: str, name: str) -> None:
-    """A TypeError naming ``where`` and ``name`` unless ``value`` is a Python or NumPy bool
-    (``logy='no'`` would be truthy)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
-                        f"({type(value).__name__})")
 
 
 def _finish(fig: Any, path: Any) -> Any:
@@ -356,7 +349,7 @@ def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[fl
     ``radii`` is 1-D, non-empty and finite; every ``values[name]`` is 1-D with one entry per
     radius (a NaN entry, or a non-positive one with ``logy``, leaves a gap)."""
     where = "plot_spectral_sweep"
-    _check_flag(logy, where, "logy")
+    _validate.boolean(logy, "logy", where)
     x = _finite(_series(radii, where, "radii"), where, "radii")
     if x.size == 0:
         raise ValueError(f"{where}: radii is empty: nothing to plot")
@@ -399,7 +392,7 @@ def plot_learning_curves(curves: Mapping[str, Sequence[float]],
     or floats (``hline=baseline.numpy()``); bools and strings are refused.
     """
     where = "plot_learning_curves"
-    _check_flag(logy, where, "logy")
+    _validate.boolean(logy, "logy", where)
     ys = _named_series(curves, where, "curves")
     given_x = _optional_mapping(x, where, "x")
     unknown = [name for name in given_x if name not in ys]
@@ -450,7 +443,7 @@ def plot_train_valid_curves(curves: Mapping[str, tuple[Any, Any, Any]],
     plot, e.g. how the training value was averaged.
     """
     where = "plot_train_valid_curves"
-    _check_flag(logy, where, "logy")
+    _validate.boolean(logy, "logy", where)
     if not isinstance(curves, Mapping):
         raise TypeError(f"{where}: curves must be a mapping from a model name to (x, train, "
                         f"valid), got {type(curves).__name__}")

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .text import (CharTokenizer, Vocab, WordTokenizer, _check_positive_int,
-                   check_vocab_limits, read_text_file, split_sizes)
+from .. import _validate
+from .text import (CharTokenizer, Vocab, WordTokenizer, check_vocab_limits, read_text_file,
+                   split_sizes)
 
 __all__ = ["load_corpus", "pydoc_text", "char_corpus", "word_corpus", "Corpus",
            "DEFAULT_CORPUS"]
@@ -129,7 +130,7 @@ def _max_chars(max_chars: int | None, where: str) -> int | None:
     integer (a negative one would cut from the end, a float be truncated: both refused)."""
     if max_chars is None:
         return None
-    return _check_positive_int(max_chars, "max_chars", where)
+    return _validate.positive_int(max_chars, "max_chars", where)
 
 
 def char_corpus(name_or_path: str | os.PathLike | None = None,

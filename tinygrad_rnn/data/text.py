@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from .. import _validate
 from ..io import atomic_write
 from ..random import get_generator
 
@@ -457,12 +458,6 @@ def check_vocab_limits(min_freq: Any, max_size: Any, where: str) -> None:
         )
 
 
-def _check_positive_int(value: Any, name: str, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{where}: {name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def batchify(ids: Any, batch_size: int) -> np.ndarray:
     """The classic "batchify": the stream cut into ``batch_size`` contiguous rows.
 
@@ -471,7 +466,7 @@ def batchify(ids: Any, batch_size: int) -> np.ndarray:
     """
     where = "batchify"
     arr = _as_id_stream(ids, where)
-    n = _check_positive_int(batch_size, "batch_size", where)
+    n = _validate.positive_int(batch_size, "batch_size", where)
     length = arr.size // n
     if length == 0:
         raise ValueError(f"{where}: a stream of {arr.size} ids is too short for "
@@ -491,7 +486,7 @@ def lm_stream(ids: Any, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
     """
     where = "lm_stream"
     arr = _as_id_stream(ids, where)
-    n = _check_positive_int(batch_size, "batch_size", where)
+    n = _validate.positive_int(batch_size, "batch_size", where)
     length = (arr.size - 1) // n if arr.size else 0
     if length < 1:
         raise ValueError(f"{where}: a stream of {arr.size} ids is too short for "
@@ -512,7 +507,7 @@ def lm_stream_batches(ids: Any, batch_size: int,
     once, in order, and ``y`` is ``x`` shifted by one token.
     """
     where = "lm_stream_batches"
-    k = _check_positive_int(bptt_len, "bptt_len", where)
+    k = _validate.positive_int(bptt_len, "bptt_len", where)
     inputs, targets = lm_stream(ids, batch_size)
     for start in range(0, inputs.shape[1], k):
         yield inputs[:, start: start + k], targets[:, start: start + k]

@@ -28,17 +28,18 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT
 from ..nn import init
 from ..nn.module import eval_no_grad
 from ..nn.conv import CausalConv1d
-from ..nn.layers import Dropout, Embedding, Linear, ModuleList, _flag, check_ids
+from ..nn.layers import Dropout, Embedding, Linear, ModuleList, check_ids
 from ..nn.module import Module
 from ..random import get_generator
 from ..tensor import Tensor
 from .models import (
-    _check_vocab_range, _dropout, _host_row, _id_array, _init_range, _picked, _positive_int,
+    _check_vocab_range, _dropout, _host_row, _id_array, _init_range, _picked,
 )
 
 __all__ = ["ConvLM"]
@@ -92,12 +93,12 @@ class ConvLM(Module):
                  generator: Any = None) -> None:
         super().__init__()
         owner = "ConvLM"
-        V = _positive_int(vocab_size, "vocab_size", owner)
-        C = _positive_int(channels, "channels", owner)
-        K = _positive_int(kernel_size, "kernel_size", owner)
-        L = _positive_int(num_layers, "num_layers", owner)
+        V = _validate.positive_int(vocab_size, "vocab_size", owner)
+        C = _validate.positive_int(channels, "channels", owner)
+        K = _validate.positive_int(kernel_size, "kernel_size", owner)
+        L = _validate.positive_int(num_layers, "num_layers", owner)
         p = _dropout(dropout, owner)
-        self.tie_weights = _flag(tie_weights, "tie_weights", owner)
+        self.tie_weights = _validate.flag(tie_weights, "tie_weights", owner)
         init_range = _init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.channels, self.kernel_size, self.num_layers = V, C, K, L
@@ -144,7 +145,7 @@ class ConvLM(Module):
         owner = "ConvLM.token_log_probs"
         arr = _id_array(ids, owner, (1,))
         _check_vocab_range(arr, self.vocab_size, owner)
-        k = _positive_int(chunk_size, "chunk_size", owner)
+        k = _validate.positive_int(chunk_size, "chunk_size", owner)
         out = np.zeros(max(arr.size - 1, 0))
         if arr.size < 2:
             return out

@@ -73,13 +73,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..data.text import BOS_ID
 from ..nn import init
 from ..nn.classify import IGNORE_INDEX, recurrent_layer
 from ..nn.module import eval_no_grad
-from ..nn.layers import Dropout, Embedding, Linear, _finite, _flag, _probability, check_ids
+from ..nn.layers import Dropout, Embedding, Linear, check_ids
 from ..nn.module import Module
 from ..random import get_generator
 from ..creation import zeros
@@ -89,22 +90,16 @@ from ..tensor import Tensor
 __all__ = ["RNNLM", "FeedForwardLM", "lm_loss", "make_contexts"]
 
 
-def _positive_int(value: Any, name: str, owner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _dropout(value: Any, owner: str) -> float:
     """A dropout probability in [0, 1) (1 would drop everything), named in the errors."""
-    p = _probability(value, "dropout", owner)
+    p = _validate.probability(value, "dropout", owner)
     if p == 1.0:
         raise ValueError(f"{owner}: dropout must be in [0, 1), got {value!r}")
     return p
 
 
 def _init_range(value: Any, owner: str) -> float:
-    r = _finite(value, "init_range", owner)
+    r = _validate.finite_real(value, "init_range", owner)
     if not r > 0:
         raise ValueError(f"{owner}: init_range must be positive, got {value!r}")
     return r
@@ -255,7 +250,7 @@ def make_contexts(ids: Any, context_size: int,
     targets : (T,) int64, a copy of ``ids``
     """
     owner = "make_contexts"
-    n1 = _positive_int(context_size, "context_size", owner)
+    n1 = _validate.positive_int(context_size, "context_size", owner)
     bos = _special_id(bos_id, "bos_id", owner)
     arr = _id_array(ids, owner, (1,))
     if arr.size and arr.min() < 0:
@@ -348,12 +343,12 @@ class RNNLM(Module):
                  padding_idx: int | None = None, init_range: float = 0.1) -> None:
         super().__init__()
         owner = "RNNLM"
-        V = _positive_int(vocab_size, "vocab_size", owner)
-        D = _positive_int(embedding_dim, "embedding_dim", owner)
-        H = _positive_int(hidden_size, "hidden_size", owner)
-        L = _positive_int(num_layers, "num_layers", owner)
+        V = _validate.positive_int(vocab_size, "vocab_size", owner)
+        D = _validate.positive_int(embedding_dim, "embedding_dim", owner)
+        H = _validate.positive_int(hidden_size, "hidden_size", owner)
+        L = _validate.positive_int(num_layers, "num_layers", owner)
         dropout = _dropout(dropout, owner)
-        tie_weights = _flag(tie_weights, "tie_weights", owner)
+        tie_weights = _validate.flag(tie_weights, "tie_weights", owner)
         _check_padding_idx(padding_idx, V, owner)
         if tie_weights and D != H:
             raise ValueError(
@@ -384,7 +379,7 @@ class RNNLM(Module):
     def init_state(self, batch_size: int) -> Any:
         """The zero state for ``batch_size`` sequences, in the parameters' dtype and on their
         device: ``(L, N, H)`` for RNN/GRU, a pair ``(h_0, c_0)`` for the LSTM."""
-        n = _positive_int(batch_size, "batch_size", "RNNLM.init_state")
+        n = _validate.positive_int(batch_size, "batch_size", "RNNLM.init_state")
         dt, dev = self.decoder.weight.dtype, self.decoder.weight.device
         h0 = zeros(self.num_layers, n, self.hidden_size, dtype=dt, device=dev)
         if self.cell == "lstm":
@@ -449,7 +444,7 @@ class RNNLM(Module):
         """
         arr = _id_array(ids, "RNNLM.token_log_probs", (1,))
         _check_vocab_range(arr, self.vocab_size, "RNNLM.token_log_probs")
-        k = _positive_int(chunk_size, "chunk_size", "RNNLM.token_log_probs")
+        k = _validate.positive_int(chunk_size, "chunk_size", "RNNLM.token_log_probs")
         out = np.zeros(max(arr.size - 1, 0))
         if arr.size < 2:
             return out
@@ -533,12 +528,12 @@ class FeedForwardLM(Module):
                  generator: Any = None) -> None:
         super().__init__()
         owner = "FeedForwardLM"
-        V = _positive_int(vocab_size, "vocab_size", owner)
-        n1 = _positive_int(context_size, "context_size", owner)
-        m = _positive_int(embedding_dim, "embedding_dim", owner)
-        h = _positive_int(hidden_size, "hidden_size", owner)
+        V = _validate.positive_int(vocab_size, "vocab_size", owner)
+        n1 = _validate.positive_int(context_size, "context_size", owner)
+        m = _validate.positive_int(embedding_dim, "embedding_dim", owner)
+        h = _validate.positive_int(hidden_size, "hidden_size", owner)
         dropout = _dropout(dropout, owner)
-        direct = _flag(direct, "direct", owner)
+        direct = _validate.flag(direct, "direct", owner)
         bos_id = _special_id(bos_id, "bos_id", owner, V)
         init_range = _init_range(init_range, owner)
         rng = get_generator(generator)
@@ -589,7 +584,7 @@ class FeedForwardLM(Module):
         ``chunk_size`` positions."""
         arr = _id_array(ids, "FeedForwardLM.token_log_probs", (1,))
         _check_vocab_range(arr, self.vocab_size, "FeedForwardLM.token_log_probs")
-        k = _positive_int(chunk_size, "chunk_size", "FeedForwardLM.token_log_probs")
+        k = _validate.positive_int(chunk_size, "chunk_size", "FeedForwardLM.token_log_probs")
         out = np.zeros(max(arr.size - 1, 0))
         if arr.size < 2:
             return out

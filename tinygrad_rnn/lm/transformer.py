@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from ..backend import DEFAULT_FLOAT, get_array_module
 from .. import functional as F
 from ..nn import init
 from ..nn.attention import attend, scaled_dot_scores
 from ..nn.module import eval_no_grad
-from ..nn.layers import Dropout, Embedding, Linear, _flag, check_ids
+from ..nn.layers import Dropout, Embedding, Linear, check_ids
 from ..nn.module import Module
 from ..nn.normalization import LayerNorm
 from ..nn.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
@@ -50,7 +51,7 @@ from ..random import get_generator
 from ..creation import cat
 from ..tensor import Tensor
 from .models import (
-    _check_vocab_range, _dropout, _host_row, _id_array, _init_range, _positive_int,
+    _check_vocab_range, _dropout, _host_row, _id_array, _init_range,
 )
 from .windows import window_log_probs
 
@@ -145,18 +146,18 @@ class TransformerLM(Module):
                  generator: Any = None) -> None:
         super().__init__()
         owner = "TransformerLM"
-        V = _positive_int(vocab_size, "vocab_size", owner)
-        d = _positive_int(d_model, "d_model", owner)
-        L = _positive_int(num_layers, "num_layers", owner)
-        ff = 4 * d if dim_feedforward is None else _positive_int(dim_feedforward,
-                                                                 "dim_feedforward", owner)
+        V = _validate.positive_int(vocab_size, "vocab_size", owner)
+        d = _validate.positive_int(d_model, "d_model", owner)
+        L = _validate.positive_int(num_layers, "num_layers", owner)
+        ff = 4 * d if dim_feedforward is None else _validate.positive_int(
+            dim_feedforward, "dim_feedforward", owner)
         p = _dropout(dropout, owner)
-        self.max_len = _positive_int(max_len, "max_len", owner)
+        self.max_len = _validate.positive_int(max_len, "max_len", owner)
         if positional not in POSITIONAL:
             raise ValueError(f"{owner}: positional must be one of {POSITIONAL}, got "
                              f"{positional!r}")
-        self.norm_first = _flag(norm_first, "norm_first", owner)
-        self.tie_weights = _flag(tie_weights, "tie_weights", owner)
+        self.norm_first = _validate.flag(norm_first, "norm_first", owner)
+        self.tie_weights = _validate.flag(tie_weights, "tie_weights", owner)
         init_range = _init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.d_model, self.num_layers = V, d, L
@@ -230,7 +231,7 @@ class TransformerLM(Module):
     # ------------------------------------------------------------------ the cache
     def new_cache(self, batch_size: int) -> KVCache:
         """An empty cache for ``batch_size`` sequences (no position read yet)."""
-        _positive_int(batch_size, "batch_size", "TransformerLM.new_cache")
+        _validate.positive_int(batch_size, "batch_size", "TransformerLM.new_cache")
         return KVCache([None] * self.num_layers, [None] * self.num_layers, 0)
 
     def _attend_cached(self, layer: Module, h: Tensor, k_old: Any, v_old: Any,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import _validate
 from ..tensor import Tensor
 from . import functional as F
-from .layers import _finite, _flag, _integer
 from .module import Module
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
 
 def _optional_dim(owner: str, dim: Any) -> int | None:
     """``dim`` as an int or None (checked again, with the reason, when forward runs)."""
-    return None if dim is None else _integer(dim, "dim", owner)
+    return None if dim is None else _validate.integer(dim, "dim", owner)
 
 
 class Softmax(Module):
@@ -80,8 +80,8 @@ class LeakyReLU(Module):
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
-        self.negative_slope = _finite(negative_slope, "negative_slope", "LeakyReLU")
-        self.inplace = _flag(inplace, "inplace", "LeakyReLU")
+        self.negative_slope = _validate.finite_real(negative_slope, "negative_slope", "LeakyReLU")
+        self.inplace = _validate.flag(inplace, "inplace", "LeakyReLU")
 
     def forward(self, input: Tensor) -> Tensor:
         return F.leaky_relu(input, self.negative_slope, self.inplace)
@@ -96,8 +96,8 @@ class Softplus(Module):
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
-        self.beta = _finite(beta, "beta", "Softplus")
-        self.threshold = _finite(threshold, "threshold", "Softplus")
+        self.beta = _validate.finite_real(beta, "beta", "Softplus")
+        self.threshold = _validate.finite_real(threshold, "threshold", "Softplus")
 
     def forward(self, input: Tensor) -> Tensor:
         return F.softplus(input, self.beta, self.threshold)
@@ -118,8 +118,8 @@ class ELU(Module):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
-        self.alpha = _finite(alpha, "alpha", "ELU")
-        self.inplace = _flag(inplace, "inplace", "ELU")
+        self.alpha = _validate.finite_real(alpha, "alpha", "ELU")
+        self.inplace = _validate.flag(inplace, "inplace", "ELU")
 
     def forward(self, input: Tensor) -> Tensor:
         return F.elu(input, self.alpha, self.inplace)
@@ -133,7 +133,7 @@ class SiLU(Module):
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
-        self.inplace = _flag(inplace, "inplace", "SiLU")
+        self.inplace = _validate.flag(inplace, "inplace", "SiLU")
 
     def forward(self, input: Tensor) -> Tensor:
         return F.silu(input, self.inplace)
@@ -149,8 +149,8 @@ class Flatten(Module):
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
-        self.start_dim = _integer(start_dim, "start_dim", "Flatten")
-        self.end_dim = _integer(end_dim, "end_dim", "Flatten")
+        self.start_dim = _validate.integer(start_dim, "start_dim", "Flatten")
+        self.end_dim = _validate.integer(end_dim, "end_dim", "Flatten")
 
     def forward(self, input: Tensor) -> Tensor:
         shape = tuple(input.shape)
@@ -179,11 +179,11 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size: Any) -> None:
         super().__init__()
-        self.dim = _integer(dim, "dim", "Unflatten")
+        self.dim = _validate.integer(dim, "dim", "Unflatten")
         if not isinstance(unflattened_size, (tuple, list)) or not unflattened_size:
             raise TypeError(f"Unflatten: unflattened_size must be a non-empty tuple of ints, "
                             f"got {unflattened_size!r}")
-        self.unflattened_size = tuple(_integer(n, "unflattened_size", "Unflatten")
+        self.unflattened_size = tuple(_validate.integer(n, "unflattened_size", "Unflatten")
                                       for n in unflattened_size)
 
     def forward(self, input: Tensor) -> Tensor:

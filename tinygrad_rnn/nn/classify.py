@@ -42,12 +42,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
 from ..tensor import Tensor
 from ._checks import host_lengths
-from .layers import Dropout, Embedding, Linear, _flag, _integer, _probability, check_ids
+from .layers import Dropout, Embedding, Linear, check_ids
 from .module import Module, eval_no_grad
 from .recurrent import GRU, LSTM, RNN, RNNBase
 
@@ -122,7 +123,7 @@ def accuracy(logits: Any, targets: Any, ignore_index: int = IGNORE_INDEX) -> flo
     z = np.asarray(logits.numpy() if isinstance(logits, Tensor) else to_device(logits, "cpu"))
     y = np.asarray(targets.numpy() if isinstance(targets, Tensor)
                    else to_device(targets, "cpu"))
-    ignore_index = _integer(ignore_index, "ignore_index", "accuracy")
+    ignore_index = _validate.integer(ignore_index, "ignore_index", "accuracy")
     if y.size and y.dtype.kind not in "iu":
         raise TypeError(f"accuracy: targets must be integer class ids, got dtype {y.dtype}")
     if z.shape[:-1] != y.shape:
@@ -147,9 +148,9 @@ class _Encoder(Module):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or value < 1:
                 raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-        if _probability(dropout, "dropout", owner) == 1.0:
+        if _validate.probability(dropout, "dropout", owner) == 1.0:
             raise ValueError(f"{owner}: dropout must be in [0, 1), got {dropout!r}")
-        bidirectional = _flag(bidirectional, "bidirectional", owner)
+        bidirectional = _validate.flag(bidirectional, "bidirectional", owner)
         rng = get_generator(generator)
         self.owner = owner
         self.vocab_size = int(vocab_size)

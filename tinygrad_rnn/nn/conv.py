@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from ..tensor import Tensor
 from . import functional as F
 from . import init
-from .layers import (
-    _dtype_note, _flag, _float_dtype, _generator, _size, as_input, check_input_dtype, place,
-)
+from ._checks import check_input_dtype, float_dtype
+from .layers import _dtype_note, _generator, as_input, place
 from .module import Module, Parameter
 
 __all__ = ["Conv1d", "CausalConv1d"]
@@ -90,8 +90,8 @@ class Conv1d(Module):
                  generator: Any = None) -> None:
         super().__init__()
         who = type(self).__name__
-        self.in_channels = _size(in_channels, "in_channels", who)
-        self.out_channels = _size(out_channels, "out_channels", who)
+        self.in_channels = _validate.size(in_channels, "in_channels", who)
+        self.out_channels = _validate.size(out_channels, "out_channels", who)
         if isinstance(groups, bool) or groups != 1:
             raise NotImplementedError(
                 f"{who}: groups={groups!r} is not supported by tinygrad_rnn (only groups=1, "
@@ -109,8 +109,8 @@ class Conv1d(Module):
                                    self.dilation[0])
         self.padding = padding if isinstance(padding, str) else (self._pad[0],)
         self.transposed, self.output_padding = False, (0,)
-        bias = _flag(bias, "bias", who)
-        dt = _float_dtype(dtype, who)
+        bias = _validate.flag(bias, "bias", who)
+        dt = float_dtype(dtype, who)
         rng = _generator(generator, who)
         shape = (self.out_channels, self.in_channels, self.kernel_size[0])
         self.weight = Parameter(np.zeros(shape, dtype=dt))

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as _core
 from ..backend import device_of, get_array_module, to_device
 from ..ops.base import Context, Function
@@ -58,16 +59,6 @@ def _tensor(fn: str, name: str, value: Any) -> Tensor:
     """``value`` as a Tensor (a Tensor as it is; host numbers wrapped), a TypeError naming
     ``fn`` and ``name`` for anything that holds no numbers."""
     return _core._as_tensor(fn, name, value)
-
-
-def _flag(fn: str, name: str, value: Any) -> bool:
-    """``value`` as a bool: True/False (Python or NumPy) or the ints 0 and 1; a TypeError
-    naming ``fn`` and ``name`` otherwise (``inplace='no'`` would be truthy)."""
-    if isinstance(value, (bool, np.bool_)) or (
-            isinstance(value, (int, np.integer)) and value in (0, 1)):
-        return bool(value)
-    raise TypeError(f"{fn}: {name} must be True or False, got {value!r} "
-                    f"({type(value).__name__})")
 
 
 def _real(fn: str, name: str, value: Any) -> float:
@@ -119,8 +110,9 @@ def _reduction(fn: str, size_average: Any, reduce: Any, reduction: str) -> str:
     ``reduction`` is then ignored, as in torch."""
     if size_average is None and reduce is None:
         return reduction
-    size_average = True if size_average is None else _flag(fn, "size_average", size_average)
-    reduce = True if reduce is None else _flag(fn, "reduce", reduce)
+    size_average = (True if size_average is None
+                    else _validate.flag(size_average, "size_average", fn))
+    reduce = True if reduce is None else _validate.flag(reduce, "reduce", fn)
     if not reduce:
         return "none"
     return "mean" if size_average else "sum"
@@ -129,7 +121,7 @@ def _reduction(fn: str, size_average: Any, reduce: Any, reduction: str) -> str:
 def _inplace(fn: str, x: Tensor, result: Tensor, inplace: Any) -> Tensor:
     """``result``, or, with ``inplace``, ``x`` after ``x.copy_(result)`` (recorded in the
     graph when ``x`` is part of one)."""
-    if not _flag(fn, "inplace", inplace):
+    if not _validate.flag(inplace, "inplace", fn):
         return result
     if x.is_leaf and x.requires_grad:
         raise RuntimeError(f"{fn}(inplace=True): the input is a leaf that requires a gradient, "

@@ -38,11 +38,6 @@ __all__ = [
     "Sigmoid", "Identity",
 ]
 
-# The validators' old private names, for the modules that still import them from here: the
-# scalar ones live in tinygrad_rnn/_validate.py, the dtype ones in nn/_checks.py.
-_integer, _size, _flag = _validate.integer, _validate.size, _validate.flag
-_finite, _probability, _float_dtype = _validate.finite_real, _validate.probability, float_dtype
-
 
 def _generator(generator: Any, owner: str) -> np.random.Generator:
     """:func:`tinygrad_rnn.random.get_generator` with a TypeError that names ``owner``."""

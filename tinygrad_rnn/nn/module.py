@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from ..backend import (
     get_array_module, is_float_dtype, module_for_device, normalize_device, to_device,
 )
@@ -117,14 +118,6 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list
 
 
-def _check_bool(where: str, name: str, value: Any) -> None:
-    """A TypeError naming ``where`` and ``name`` unless ``value`` is a Python or NumPy bool
-    (``'no'`` would be truthy)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
-                        f"({type(value).__name__})")
-
-
 def _as_buffer(value: Any) -> Tensor | None:
     """A buffer value as a Tensor that never requires a gradient (or None)."""
     if value is None:
@@ -198,8 +191,8 @@ class Module:
     def _add_hook(self, registry: str, where: str, hook: Any, prepend: Any,
                   with_kwargs: Any) -> RemovableHandle:
         _check_hook(where, hook)
-        _check_bool(where, "prepend", prepend)
-        _check_bool(where, "with_kwargs", with_kwargs)
+        _validate.boolean(prepend, "prepend", where)
+        _validate.boolean(with_kwargs, "with_kwargs", where)
         self._check_initialised("hooks")
         hooks = self.__dict__[registry]
         handle = RemovableHandle(hooks)
@@ -226,7 +219,7 @@ class Module:
         The output is the Tensor of the graph, so ``output.register_hook`` can watch its
         gradient. ``always_call`` (run even when forward raised) is not supported. Returns
         a :class:`RemovableHandle`."""
-        _check_bool("register_forward_hook", "always_call", always_call)
+        _validate.boolean(always_call, "always_call", "register_forward_hook")
         if always_call:
             raise NotImplementedError("register_forward_hook: always_call=True is not "
                                       "supported by tinygrad_rnn")
@@ -560,7 +553,7 @@ class Module:
                 f"load_state_dict: expected a mapping of key -> array, got "
                 f"{type(state_dict).__name__}"
             )
-        _check_bool("load_state_dict", "strict", strict)
+        _validate.boolean(strict, "strict", "load_state_dict")
         targets = self.state_dict(keep_vars=True)
         missing = [k for k in targets if k not in state_dict]
         unexpected = [k for k in state_dict if k not in targets]
@@ -636,7 +629,7 @@ class Module:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         """Switch gradient recording of every parameter on or off (freezing); returns self."""
-        _check_bool("requires_grad_", "requires_grad", requires_grad)
+        _validate.boolean(requires_grad, "requires_grad", "requires_grad_")
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self

@@ -5,10 +5,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from ..tensor import Tensor
 from . import functional as F
 from . import init
-from .layers import _finite, _flag, _float_dtype, as_input, place
+from ._checks import float_dtype
+from .layers import as_input, place
 from .module import Module, Parameter
 
 __all__ = ["LayerNorm"]
@@ -66,12 +68,13 @@ class LayerNorm(Module):
                  dtype: Any = None) -> None:
         super().__init__()
         self.normalized_shape = F.normalized_shape_tuple("LayerNorm", normalized_shape)
-        self.eps = _finite(eps, "eps", "LayerNorm")
+        self.eps = _validate.finite_real(eps, "eps", "LayerNorm")
         if self.eps < 0:
             raise ValueError(f"LayerNorm: eps must be >= 0, got {eps!r}")
-        self.elementwise_affine = _flag(elementwise_affine, "elementwise_affine", "LayerNorm")
-        bias = _flag(bias, "bias", "LayerNorm")
-        dt = _float_dtype(dtype, "LayerNorm")
+        self.elementwise_affine = _validate.flag(elementwise_affine, "elementwise_affine",
+                                                 "LayerNorm")
+        bias = _validate.flag(bias, "bias", "LayerNorm")
+        dt = float_dtype(dtype, "LayerNorm")
         if self.elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, dtype=dt))
             if bias:

@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
 from ..tensor import Tensor
 from . import init
-from .layers import (
-    Dropout, Embedding, _flag, _float_dtype, _generator, _probability, _size, as_input,
-    check_input_dtype, place,
-)
+from ._checks import check_input_dtype, float_dtype
+from .layers import Dropout, Embedding, _generator, as_input, place
 from .module import Module
 
 __all__ = ["SinusoidalPositionalEncoding", "LearnedPositionalEncoding", "sinusoidal_table"]
@@ -60,11 +59,11 @@ class _PositionalEncoding(Module):
     def _setup(self, who: str, d_model: Any, max_len: Any, dropout: Any,
                batch_first: Any, generator: Any) -> np.random.Generator:
         """Check the shared arguments, make the dropout; returns the generator."""
-        self.d_model = _size(d_model, "d_model", who)
-        self.max_len = _size(max_len, "max_len", who)
-        self.batch_first = _flag(batch_first, "batch_first", who)
+        self.d_model = _validate.size(d_model, "d_model", who)
+        self.max_len = _validate.size(max_len, "max_len", who)
+        self.batch_first = _validate.flag(batch_first, "batch_first", who)
         rng = _generator(generator, who)
-        self.dropout = Dropout(_probability(dropout, "dropout", who),
+        self.dropout = Dropout(_validate.probability(dropout, "dropout", who),
                                generator=int(rng.integers(2 ** 63)))
         return rng
 
@@ -130,7 +129,7 @@ class SinusoidalPositionalEncoding(_PositionalEncoding):
         who = "SinusoidalPositionalEncoding"
         self._setup(who, d_model, max_len, dropout, batch_first, generator)
         self.register_buffer("pe", sinusoidal_table(self.max_len, self.d_model,
-                                                    _float_dtype(dtype, who)))
+                                                    float_dtype(dtype, who)))
         place(self, device)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
@@ -171,7 +170,7 @@ class LearnedPositionalEncoding(_PositionalEncoding):
         if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) \
                 or not init_std > 0:
             raise ValueError(f"{who}: init_std must be a positive number, got {init_std!r}")
-        self.embedding = Embedding(self.max_len, self.d_model, dtype=_float_dtype(dtype, who),
+        self.embedding = Embedding(self.max_len, self.d_model, dtype=float_dtype(dtype, who),
                                    generator=rng)
         init.normal_(self.embedding.weight, 0.0, float(init_std), generator=rng)
         place(self, device)

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
@@ -62,9 +63,8 @@ from ..tensor import Tensor
 from ._checks import host_lengths
 from .attention import SCORES, Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
-from .layers import (
-    Embedding, Linear, _finite, _flag, _float_dtype, _integer, _probability, _size, check_ids,
-)
+from ._checks import float_dtype
+from .layers import Embedding, Linear, check_ids
 from .module import Module
 from .recurrent import GRU, LSTM, RNN
 
@@ -138,10 +138,11 @@ def teacher_forcing_schedule(step: int, total_steps: int, kind: str = "linear",
     float in [min(start, end), max(start, end)]
     """
     where = "teacher_forcing_schedule"
-    step = _size(step, "step", where, minimum=0)
-    total_steps = _size(total_steps, "total_steps", where)
-    start, end = _probability(start, "start", where), _probability(end, "end", where)
-    k = _finite(k, "k", where)
+    step = _validate.size(step, "step", where, minimum=0)
+    total_steps = _validate.size(total_steps, "total_steps", where)
+    start = _validate.probability(start, "start", where)
+    end = _validate.probability(end, "end", where)
+    k = _validate.finite_real(k, "k", where)
     if kind == "constant":
         return float(start)
     if kind == "linear":
@@ -219,16 +220,16 @@ class Seq2Seq(Module):
             raise ValueError(f"Seq2Seq: decoder must be one of {DECODERS}, got {decoder!r}")
         if score is not None and score not in SCORES:
             raise ValueError(f"Seq2Seq: score must be one of {SCORES} or None, got {score!r}")
-        bidirectional = _flag(bidirectional, "bidirectional", "Seq2Seq")
+        bidirectional = _validate.flag(bidirectional, "bidirectional", "Seq2Seq")
         if score is not None and decoder not in _ATTENTION:
             raise ValueError(f"Seq2Seq: score is only used by the attention decoders "
                              f"{_ATTENTION}, not {decoder!r}")
-        src_vocab = _size(src_vocab, "src_vocab", "Seq2Seq")
-        tgt_vocab = _size(tgt_vocab, "tgt_vocab", "Seq2Seq")
-        emb = _size(emb, "emb", "Seq2Seq")
-        hidden = _size(hidden, "hidden", "Seq2Seq")
+        src_vocab = _validate.size(src_vocab, "src_vocab", "Seq2Seq")
+        tgt_vocab = _validate.size(tgt_vocab, "tgt_vocab", "Seq2Seq")
+        emb = _validate.size(emb, "emb", "Seq2Seq")
+        hidden = _validate.size(hidden, "hidden", "Seq2Seq")
         if attn_hidden is not None:
-            attn_hidden = _size(attn_hidden, "attn_hidden", "Seq2Seq")
+            attn_hidden = _validate.size(attn_hidden, "attn_hidden", "Seq2Seq")
             used = decoder == "bahdanau" and score in (None, "additive") or (
                 decoder == "luong" and score == "additive")
             if not used:
@@ -239,14 +240,14 @@ class Seq2Seq(Module):
         # an eos_id outside the target vocabulary is never emitted (decoding would always run
         # to max_len), a bos_id outside it fails at the first decoder step: refuse both here
         for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-            if not 0 <= _integer(value, name, "Seq2Seq") < tgt_vocab:
+            if not 0 <= _validate.integer(value, name, "Seq2Seq") < tgt_vocab:
                 raise ValueError(f"Seq2Seq: {name}={value} is outside the target vocabulary "
                                  f"[0, tgt_vocab) = [0, {tgt_vocab})")
-        if not 0 <= _integer(pad_id, "pad_id", "Seq2Seq") < min(src_vocab, tgt_vocab):
+        if not 0 <= _validate.integer(pad_id, "pad_id", "Seq2Seq") < min(src_vocab, tgt_vocab):
             raise ValueError(f"Seq2Seq: pad_id={pad_id} must be an id of both vocabularies, "
                              f"[0, min(src_vocab, tgt_vocab)) = [0, "
                              f"{min(src_vocab, tgt_vocab)})")
-        dt = _float_dtype(dtype, "Seq2Seq")
+        dt = float_dtype(dtype, "Seq2Seq")
         rng = get_generator(generator)
         self.cell, self.decoder, self.bidirectional = cell, decoder, bool(bidirectional)
         self.hidden, self.emb = int(hidden), int(emb)
@@ -443,8 +444,8 @@ class Seq2Seq(Module):
             raise ValueError(f"Seq2Seq: tgt_in must have at least one step (BOS first), got "
                              f"shape {tgt.shape}")
         check_ids("Seq2Seq", "tgt_in", tgt, self.tgt_vocab, "tgt_vocab")
-        teacher_forcing_ratio = _probability(teacher_forcing_ratio, "teacher_forcing_ratio",
-                                             "Seq2Seq")
+        teacher_forcing_ratio = _validate.probability(
+            teacher_forcing_ratio, "teacher_forcing_ratio", "Seq2Seq")
         state, memory = self.encode(src, src_lengths)
         N, T = tgt.shape
         if N != memory.padding.shape[0]:

@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _validate
 from ..backend import get_array_module, is_float_dtype
 from ..tensor import Tensor
 from . import functional as NF
@@ -46,10 +47,8 @@ from . import init
 from .activation import GELU
 from ._masks import as_array
 from .attention import MultiheadAttention
-from .layers import (
-    Dropout, Linear, ModuleList, ReLU, _dtype_note, _finite, _flag, _float_dtype, _generator,
-    _probability, _size, as_input, check_input_dtype, place,
-)
+from ._checks import check_input_dtype, float_dtype
+from .layers import Dropout, Linear, ModuleList, ReLU, _dtype_note, _generator, as_input, place
 from .module import Module
 from .normalization import LayerNorm
 
@@ -62,7 +61,7 @@ __all__ = [
 # ------------------------------------------------------------------------- argument checks
 def _heads(who: str, d_model: Any, nhead: Any) -> tuple[int, int]:
     """``d_model`` and ``nhead`` as positive ints, the first divisible by the second."""
-    d_model, nhead = _size(d_model, "d_model", who), _size(nhead, "nhead", who)
+    d_model, nhead = _validate.size(d_model, "d_model", who), _validate.size(nhead, "nhead", who)
     if d_model % nhead:
         raise ValueError(
             f"{who}: d_model ({d_model}) must be divisible by nhead ({nhead}): each head "
@@ -72,7 +71,7 @@ def _heads(who: str, d_model: Any, nhead: Any) -> tuple[int, int]:
 
 
 def _eps(who: str, value: Any) -> float:
-    eps = _finite(value, "layer_norm_eps", who)
+    eps = _validate.finite_real(value, "layer_norm_eps", who)
     if eps <= 0.0:
         raise ValueError(f"{who}: layer_norm_eps must be positive, got {value!r}")
     return eps
@@ -107,7 +106,7 @@ def _relu_or_gelu(activation: Any) -> int:
 
 def _causal_flag(who: str, name: str, value: Any) -> bool:
     """An ``is_causal`` argument as a bool; None (the stacks' default) is False."""
-    return False if value is None else _flag(value, name, who)
+    return False if value is None else _validate.flag(value, name, who)
 
 
 def _input(who: str, name: str, x: Any, d_model: int, dtype: np.dtype,
@@ -211,7 +210,7 @@ def _clones(who: str, layer: Any, num_layers: Any) -> ModuleList:
     if not isinstance(layer, Module):
         raise TypeError(f"{who}: the layer to stack must be a Module, got "
                         f"{type(layer).__name__}")
-    num_layers = _size(num_layers, "num_layers", who, minimum=0)
+    num_layers = _validate.size(num_layers, "num_layers", who, minimum=0)
     clones = []
     for _ in range(num_layers):
         clone = copy.deepcopy(layer)
@@ -237,13 +236,13 @@ class _Sublayers(Module):
         ``cross``), linear1, dropout, linear2, norm1..k, dropout1..k (k = 2, or 3 with
         ``cross``)."""
         d_model, nhead = _heads(who, d_model, nhead)
-        dim_feedforward = _size(dim_feedforward, "dim_feedforward", who)
-        p = _probability(dropout, "dropout", who)
+        dim_feedforward = _validate.size(dim_feedforward, "dim_feedforward", who)
+        p = _validate.probability(dropout, "dropout", who)
         eps = _eps(who, layer_norm_eps)
-        batch_first = _flag(batch_first, "batch_first", who)
-        self.norm_first = _flag(norm_first, "norm_first", who)
-        bias = _flag(bias, "bias", who)
-        dt = _float_dtype(dtype, who)
+        batch_first = _validate.flag(batch_first, "batch_first", who)
+        self.norm_first = _validate.flag(norm_first, "norm_first", who)
+        bias = _validate.flag(bias, "bias", who)
+        dt = float_dtype(dtype, who)
         activation = _activation(who, activation)
         rng = _generator(generator, who)
         own = None if generator is None else rng
@@ -542,9 +541,10 @@ class TransformerEncoder(Module):
         if norm is not None and not isinstance(norm, Module):
             raise TypeError(f"{who}: norm must be a Module or None, got {type(norm).__name__}")
         self.norm = norm
-        self.enable_nested_tensor = _flag(enable_nested_tensor, "enable_nested_tensor", who)
+        self.enable_nested_tensor = _validate.flag(enable_nested_tensor, "enable_nested_tensor",
+                                                   who)
         self.use_nested_tensor = False
-        self.mask_check = _flag(mask_check, "mask_check", who)
+        self.mask_check = _validate.flag(mask_check, "mask_check", who)
 
     def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool | None = None) -> Tensor:
@@ -699,16 +699,18 @@ class Transformer(Module):
         super().__init__()
         who = "Transformer"
         d_model, nhead = _heads(who, d_model, nhead)
-        num_encoder_layers = _size(num_encoder_layers, "num_encoder_layers", who, minimum=0)
-        num_decoder_layers = _size(num_decoder_layers, "num_decoder_layers", who, minimum=0)
-        dim_feedforward = _size(dim_feedforward, "dim_feedforward", who)
-        dropout = _probability(dropout, "dropout", who)
+        num_encoder_layers = _validate.size(num_encoder_layers, "num_encoder_layers", who,
+                                            minimum=0)
+        num_decoder_layers = _validate.size(num_decoder_layers, "num_decoder_layers", who,
+                                            minimum=0)
+        dim_feedforward = _validate.size(dim_feedforward, "dim_feedforward", who)
+        dropout = _validate.probability(dropout, "dropout", who)
         activation = _activation(who, activation)
-        batch_first = _flag(batch_first, "batch_first", who)
-        norm_first = _flag(norm_first, "norm_first", who)
-        bias = _flag(bias, "bias", who)
+        batch_first = _validate.flag(batch_first, "batch_first", who)
+        norm_first = _validate.flag(norm_first, "norm_first", who)
+        bias = _validate.flag(bias, "bias", who)
         eps = _eps(who, layer_norm_eps)
-        dt = _float_dtype(dtype, who)
+        dt = float_dtype(dtype, who)
         rng = _generator(generator, who)
         layer_args = dict(dim_feedforward=dim_feedforward, dropout=dropout,
                           activation=activation, layer_norm_eps=eps, batch_first=batch_first,
@@ -786,8 +788,8 @@ class Transformer(Module):
                [  0.,   0.,   0.]], dtype=float32)
         """
         who = "Transformer.generate_square_subsequent_mask"
-        sz = _size(sz, "sz", who, minimum=0)
-        dt = _float_dtype(np.float32 if dtype is None else dtype, who)
+        sz = _validate.size(sz, "sz", who, minimum=0)
+        dt = float_dtype(np.float32 if dtype is None else dtype, who)
         mask = np.triu(np.full((sz, sz), -math.inf, dtype=dt), k=1)
         out = Tensor(mask)
         return out if device is None else out.to(device)

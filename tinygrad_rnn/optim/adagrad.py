@@ -5,8 +5,9 @@ from typing import Any
 
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_torch_flags, _new_step_counter,
+    Optimizer, ParamsT, _check_nonneg, _check_torch_flags, _new_step_counter,
 )
 
 __all__ = ["Adagrad"]
@@ -89,7 +90,7 @@ class Adagrad(Optimizer):
             where, "initial_accumulator_value value", "initial_accumulator_value",
             group["initial_accumulator_value"])
         group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
-        group["maximize"] = _check_flag(where, "maximize", group["maximize"])
+        group["maximize"] = _validate.flag(group["maximize"], "maximize", where)
 
     @staticmethod
     def _init_state(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:

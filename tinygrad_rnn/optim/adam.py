@@ -7,8 +7,9 @@ import numpy as np
 
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_torch_flags, _check_unit_interval,
+    Optimizer, ParamsT, _check_nonneg, _check_torch_flags, _check_unit_interval,
     _lerp_,
     _new_step_counter,
 )
@@ -112,7 +113,7 @@ class Adam(Optimizer):
         group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
         for flag in ("amsgrad", "maximize", "decoupled_weight_decay"):
-            group[flag] = _check_flag(where, flag, group[flag])
+            group[flag] = _validate.flag(group[flag], flag, where)
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:

@@ -79,6 +79,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from .. import _validate
 from ..backend import device_of, get_array_module, to_device
 from ..engine import enable_grad, no_grad
 from ..tensor import Tensor
@@ -280,8 +281,8 @@ class Optimizer:
             next ``step()`` skip parameters that get no gradient. ``False``: fill the existing
             gradient arrays with zeros in place.
         """
-        set_to_none = _check_flag(f"{type(self).__name__}.zero_grad", "set_to_none",
-                                  set_to_none)
+        set_to_none = _validate.flag(set_to_none, "set_to_none",
+                                  f"{type(self).__name__}.zero_grad")
         for group in self.param_groups:
             for p in group["params"]:
                 grad = _grad_array(p)
@@ -630,7 +631,7 @@ def _check_torch_flags(where: str, foreach: Any = None, fused: Any = None,
     update, i.e. higher-order gradients, out of scope) are refused with a ValueError; their
     defaults (None or False) are accepted. None of them is stored in ``param_groups``."""
     if foreach is not None:
-        _check_flag(where, "foreach", foreach)
+        _validate.flag(foreach, "foreach", where)
     for name, value, why in (
             ("fused", fused, "torch's fused kernels do not exist here (there is one "
                              "implementation, torch's single-tensor order of operations)"),
@@ -640,20 +641,9 @@ def _check_torch_flags(where: str, foreach: Any = None, fused: Any = None,
                                                "of scope")):
         if value is None and name == "fused":
             continue
-        if _check_flag(where, name, value):
+        if _validate.flag(value, name, where):
             raise ValueError(f"{where}: {name}=True is not supported: {why}; leave {name} "
                              f"out (or pass {name}={None if name == 'fused' else False})")
-
-
-def _check_flag(where: str, name: str, value: Any) -> bool:
-    """``value`` as a bool: ``True``/``False`` (Python or NumPy) or the integers 0 and 1 (as
-    the layers take ``bias=1``); a TypeError naming ``where`` and ``name`` for anything else
-    (``amsgrad='no'`` would be truthy; 2, 1.0 and None are refused too)."""
-    if not (isinstance(value, (bool, np.bool_))
-            or isinstance(value, (int, np.integer)) and value in (0, 1)):
-        raise TypeError(f"{where}: {name} must be True or False, got {value!r} "
-                        f"({type(value).__name__})")
-    return bool(value)
 
 
 def _is_raw_array(value: Any) -> bool:

@@ -7,8 +7,9 @@ import numpy as np
 
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_flag, _check_nonneg, _check_torch_flags, _lerp_,
+    Optimizer, ParamsT, _check_nonneg, _check_torch_flags, _lerp_,
     _new_step_counter,
 )
 
@@ -108,8 +109,8 @@ class RMSprop(Optimizer):
         group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
         group["alpha"] = _check_nonneg(where, "alpha value", "alpha", group["alpha"])
-        group["centered"] = _check_flag(where, "centered", group["centered"])
-        group["maximize"] = _check_flag(where, "maximize", group["maximize"])
+        group["centered"] = _validate.flag(group["centered"], "centered", where)
+        group["maximize"] = _validate.flag(group["maximize"], "maximize", where)
 
     def _update(self, p: Tensor, grad: Any, state: dict[str, Any],
                 group: dict[str, Any]) -> None:

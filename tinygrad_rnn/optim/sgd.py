@@ -5,8 +5,9 @@ from typing import Any
 
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_finite, _check_flag, _check_nonneg, _check_torch_flags,
+    Optimizer, ParamsT, _check_finite, _check_nonneg, _check_torch_flags,
 )
 
 __all__ = ["SGD"]
@@ -92,8 +93,8 @@ class SGD(Optimizer):
                                            group["dampening"])
         group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
-        group["nesterov"] = _check_flag(where, "nesterov", group["nesterov"])
-        group["maximize"] = _check_flag(where, "maximize", group["maximize"])
+        group["nesterov"] = _validate.flag(group["nesterov"], "nesterov", where)
+        group["maximize"] = _validate.flag(group["maximize"], "maximize", where)
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError(
                 f"{where}: Nesterov momentum requires a momentum > 0 and zero dampening, "
