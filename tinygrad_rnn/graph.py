@@ -189,7 +189,7 @@ def _norm(array: Any) -> float:
     return float(xp.sqrt(xp.sum(a * a)))
 
 
-def _meta(t: Tensor) -> tuple:
+def _meta(t: Tensor) -> tuple[tuple[int, ...], str]:
     return tuple(int(n) for n in t.shape), str(t.dtype)
 
 
@@ -304,7 +304,7 @@ def capture_live(root: Tensor, where: str = "graph") -> Capture:
         )
     capture.root = builder.ref_of(root)
     _retained_grad(capture, root, capture.root)
-    stack = [root._ctx]
+    stack: list[Any] = [root._ctx]
     done: set[int] = set()
     while stack:
         node = stack.pop()
@@ -366,12 +366,14 @@ class BackwardRecord:
         self.passes.append(capture)
 
     def node(self, node: Any, grad_outs: Any) -> None:
+        assert self._builder is not None, "begin() opens every backward pass"
         record, _ = self._builder.add_node(node)
         for i, g in enumerate(grad_outs):
             record.outputs.setdefault(i, (tuple(int(n) for n in g.shape), str(g.dtype)))
             record.grad_norms[i] = _norm(g)
 
     def leaf(self, t: Tensor, grad: Any) -> None:
+        assert self._builder is not None, "begin() opens every backward pass"
         key = self._builder.leaf_key(t)
         self._builder.capture.leaves[key].grad_norm = _norm(grad)
 
@@ -981,6 +983,7 @@ class _Layout:
         if self.show_saved:
             self._saved_nodes(kept, ids)
         if dropped:
+            assert cap is not None  # nodes are left out only under a cap
             self._note(dropped, kept, ids, unit_inputs, members, cap)
 
     def _bundle(self) -> None:

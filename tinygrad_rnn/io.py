@@ -307,7 +307,7 @@ class _Encoder:
 
     def _encode_container(self, value: Any, path: tuple) -> dict:
         if isinstance(value, Mapping):
-            items = []
+            items: list[Any] = []
             for key, item in value.items():
                 if isinstance(key, str):
                     kind = "s"
@@ -664,6 +664,7 @@ def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_module: Any = None,
     if fileobj is not None:
         _write_archive(fileobj, manifest, encoder.arrays, bool(compress))
         return
+    assert isinstance(f, str)  # the checked path, from _checked_target above
     atomic_write(f, lambda out: _write_archive(out, manifest, encoder.arrays, bool(compress)),
                  "save")
 
@@ -827,10 +828,12 @@ class _ArrayReader:
                         f"{dtype}) but holds {info.file_size - header_bytes}"
                     )
                 arr = np.empty(shape[::-1] if fortran else shape, dtype=dtype)
-                buffer = memoryview(arr.reshape(-1).view(np.uint8))
+                # ndarray is a buffer; NumPy's stubs say so only for Python 3.12's protocol
+                buffer = memoryview(arr.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
                 done = 0
                 while done < len(buffer):
-                    n = member.readinto(buffer[done:done + _READ_CHUNK])
+                    n = member.readinto(  # type: ignore[attr-defined]  # a ZipExtFile
+                        buffer[done:done + _READ_CHUNK])
                     if not n:
                         raise EOFError("the entry ends early")
                     done += n
@@ -1033,7 +1036,7 @@ def load(f: str | os.PathLike | IO[bytes], map_location: Any = None, pickle_modu
         limit, rule = _byte_limit(max_bytes, size)
         return _load_stream(stream, name, limit, rule, place)
     try:
-        path = os.fsdecode(os.fspath(f))
+        path = os.fsdecode(os.fspath(f))  # type: ignore[arg-type]  # not a path: below
     except TypeError:
         raise TypeError(f"load: f must be a path (str or path-like) or a binary file object, "
                         f"got {type(f).__name__} {f!r}") from None
