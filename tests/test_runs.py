@@ -428,3 +428,36 @@ def test_manifest_is_plain_json_with_non_json_config_values(tmp_path: Path) -> N
     assert raw["config"]["rho"] == 0.5 and raw["config"]["sizes"] == [1, 2]
     assert raw["config"]["arr"] == [0, 1, 2] and raw["config"]["inf"] == "inf"
     assert raw["config"]["obj"] == repr(object)
+
+
+def test_state_norms_round_trip_exactly_any_floats(tmp_path_factory: pytest.TempPathFactory
+                                                   ) -> None:
+    """Any float64 values (NaN, inf, subnormals, 17-digit ones), any length: the file gives
+    back exactly what was logged, whatever the splitting into rows."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    values = arrays(np.float64, st.integers(0, 200),
+                    elements=st.floats(allow_nan=True, allow_infinity=True, width=64))
+
+    @settings(max_examples=40, deadline=None)
+    @given(rows=st.lists(values, min_size=1, max_size=4), loss=st.floats(width=64))
+    def check(rows: list, loss: float) -> None:
+        folder = tmp_path_factory.mktemp("rt")
+        with runs.RunWriter(folder, if_exists="overwrite") as run:
+            run.start_metrics(monitored=True)
+            for row in rows:
+                run.log(loss, grad_norm=1.0, clipped_norm=1.0, lr=0.1,
+                        state_norms={("m", 0, 0, "h"): row})
+        m = runs.read_metrics(folder)
+        np.testing.assert_array_equal(m["loss"], [loss] * len(rows))
+        states = runs.read_state_norms(folder)
+        (steps, table), = states.values()
+        np.testing.assert_array_equal(steps, np.arange(1, len(rows) + 1))
+        for i, row in enumerate(rows):
+            np.testing.assert_array_equal(table[i, :len(row)], row)
+            assert np.isnan(table[i, len(row):]).all()
+        assert_no_row_crosses_a_block(folder / runs.STATE_NORMS)
+
+    check()

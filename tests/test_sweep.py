@@ -203,6 +203,16 @@ def test_bad_configs_are_errors_naming_the_file_and_the_key(tmp_path: Path, text
     assert message in str(info.value)
 
 
+def test_python_3_10_without_tomli_names_the_package(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "a_sweep.toml"
+    path.write_text('experiment = "adding"\n[grid]\nT = [5]\n')
+    monkeypatch.setattr(sys, "version_info", (3, 10, 14, "final", 0))
+    monkeypatch.setitem(sys.modules, "tomli", None)  # not installed
+    with pytest.raises(SweepError, match=r"on Python 3\.10 needs tomli: pip install tomli"):
+        load_config(path)
+
+
 def test_bad_config_through_the_command_exits_2(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture) -> None:
     path = tmp_path / "bad_sweep.toml"

@@ -109,12 +109,12 @@ class SweepConfig:
 def _read_toml(path: Path) -> dict:
     if sys.version_info >= (3, 11):
         import tomllib
-    else:  # pragma: no cover  (Python 3.10)
+    else:  # Python 3.10: the same parser, as the package tomli
         try:
             import tomli as tomllib  # type: ignore[no-redef]
         except ImportError:
             raise SweepError(f"{path}: reading TOML on Python "
-                             f"{sys.version_info.major}.{sys.version_info.minor} needs tomli: "
+                             f"{sys.version_info[0]}.{sys.version_info[1]} needs tomli: "
                              f"pip install tomli (Python 3.11 and later have tomllib)") from None
     try:
         with open(path, "rb") as fh:
