@@ -343,6 +343,7 @@ BUILTIN_SIGNATURES = {
     "tanh": ["input"], "sigmoid": ["input"], "linear": ["input", "weight", "bias"],
     "one_hot": ["tensor", "num_classes"], "gelu": ["input", "approximate"],
     "softplus": ["input", "beta", "threshold"], "logsigmoid": ["input"], "relu_": ["input"],
+    "conv1d": ["input", "weight", "bias", "stride", "padding", "dilation", "groups"],
 }
 
 
@@ -359,7 +360,7 @@ def test_every_function_takes_torchs_keyword_names(name: str) -> None:
 MODULE_SIGNATURES = ["Linear", "Embedding", "Dropout", "ReLU", "Softmax", "LogSoftmax", "GELU",
                      "LeakyReLU", "Softplus", "ELU", "SiLU", "Flatten", "Unflatten", "LSTM",
                      "RNNCell", "GRUCell", "LSTMCell", "CrossEntropyLoss", "NLLLoss",
-                     "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"]
+                     "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "Conv1d"]
 
 
 @pytest.mark.parametrize("name", MODULE_SIGNATURES)
