@@ -259,3 +259,115 @@ def check_causal_self_attention_input(x: Any, dtype: np.dtype) -> Tensor:
             f"CausalSelfAttention: expected x of shape (N, T, E), got shape {x.shape}"
         )
     return x
+
+
+# ------------------------------------------------------------------------- recurrent layers
+def check_recurrent_layer_args(name: str, input_size: Any, hidden_size: Any, num_layers: Any,
+                               dtype: Any, bias: Any, batch_first: Any, bidirectional: Any,
+                               dropout: Any, engine: Any, nonlinearity: Any, reset: Any,
+                               peephole: Any, coupled: Any, forget_bias: Any) -> tuple:
+    """The constructor arguments of the recurrent layer ``name`` (RNN, GRU or LSTM); returns
+    (input_size, hidden_size, num_layers, dtype, bias, batch_first, bidirectional, dropout,
+    peephole, coupled, forget_bias) checked."""
+    input_size = _validate.size(input_size, "input_size", name)
+    hidden_size = _validate.size(hidden_size, "hidden_size", name)
+    num_layers = _validate.size(num_layers, "num_layers", name)
+    dtype = float_dtype(dtype, name)
+    # read by truthiness, bidirectional='no' would build two directions
+    bias = _validate.flag(bias, "bias", name)
+    batch_first = _validate.flag(batch_first, "batch_first", name)
+    bidirectional = _validate.flag(bidirectional, "bidirectional", name)
+    dropout = _validate.probability(dropout, "dropout", name)
+    if engine not in ("fused", "autograd"):
+        raise ValueError(f"{name}: engine must be 'fused' or 'autograd', got {engine!r}")
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"{name}: nonlinearity must be 'tanh' or 'relu', got "
+                         f"{nonlinearity!r}")
+    if reset not in ("after", "before"):
+        raise ValueError(f"{name}: reset must be 'after' or 'before', got {reset!r}")
+    peephole = _validate.flag(peephole, "peephole", name)
+    coupled = _validate.flag(coupled, "coupled", name)
+    forget_bias = _validate.finite_real(forget_bias, "forget_bias", name)
+    return (input_size, hidden_size, num_layers, dtype, bias, batch_first, bidirectional,
+            dropout, peephole, coupled, forget_bias)
+
+
+def check_no_projection(proj_size: Any) -> None:
+    """torch's LSTM ``proj_size``: only 0 (no projection) is provided here."""
+    if _validate.integer(proj_size, "proj_size", "LSTM") != 0:
+        raise NotImplementedError(
+            f"LSTM: proj_size={proj_size} (an LSTM with projections) is not supported by "
+            f"tinygrad_rnn; use proj_size=0 and a Linear layer on the output instead")
+
+
+def check_recurrent_input(name: str, x: Tensor, input_size: int, weight: Tensor) -> None:
+    """The input of the recurrent layer ``name``: 3-D (or 2-D unbatched), ``input_size``
+    features, on the device and in the dtype of the parameters (``weight``)."""
+    if x.ndim not in (2, 3):
+        raise ValueError(
+            f"{name}: expected input of 3 dimensions ((T, N, D), or (N, T, D) with "
+            f"batch_first) or 2 (T, D) unbatched, got shape {x.shape}"
+        )
+    if x.shape[-1] != input_size:
+        raise ValueError(
+            f"{name}: input of shape {x.shape} has feature size {x.shape[-1]}, "
+            f"expected input_size={input_size}"
+        )
+    if x.device != weight.device:
+        raise RuntimeError(
+            f"{name}: the input is on {x.device} but the parameters are on "
+            f"{weight.device}; move the input with .to() or the module with .to()"
+        )
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
+            f"{weight.dtype} (convert the input, or the module with .double()/.float())"
+        )
+
+
+def check_initial_state(name: str, hx: Tensor, x: Tensor, shape: tuple, unbatched: bool,
+                        what: str) -> None:
+    """A given initial state ``what`` (hx, h_0 or c_0) of the recurrent layer ``name`` for
+    the (T, N, D) input ``x``: ``shape`` (L, N, H), or (L, H) for unbatched input, in the
+    input's dtype."""
+    L, N, H = shape
+    if unbatched:
+        if hx.ndim != 2:
+            # as torch: an unbatched input takes an unbatched state (reshaping an
+            # (L, 1, H) state silently would hide a batched/unbatched mix-up)
+            raise ValueError(
+                f"{name}: for unbatched 2-D input of shape "
+                f"{(x.shape[0], x.shape[2])}, {what} must also be 2-D of shape "
+                f"{(L, H)} (num_layers * num_directions, hidden_size), "
+                f"got a {hx.ndim}-D state of shape {hx.shape}"
+            )
+        if hx.shape != (L, H):
+            raise ValueError(
+                f"{name}: {what} must have shape {(L, H)} "
+                f"(num_layers * num_directions, hidden_size) for unbatched input, got "
+                f"{hx.shape}"
+            )
+    elif hx.shape != shape:
+        raise ValueError(
+            f"{name}: {what} must have shape {shape} (num_layers * "
+            f"num_directions, N, hidden_size), got {hx.shape}"
+        )
+    if hx.dtype != x.dtype:
+        raise TypeError(f"{name}: {what} dtype {hx.dtype} does not match "
+                        f"the parameters' dtype {x.dtype}")
+
+
+def check_layer_lengths(name: str, lengths: Any, T: int, N: int) -> np.ndarray | None:
+    """``lengths`` of the recurrent layer ``name`` validated, as a host NumPy array of shape
+    (N,) with every entry in [0, T] (None stays None)."""
+    if lengths is None:
+        return None
+    arr = host_lengths(lengths, name)
+    if arr.shape != (N,):
+        raise ValueError(f"{name}: lengths must be an integer array of shape ({N},), got "
+                         f"shape {arr.shape} and dtype {arr.dtype}")
+    bad = np.flatnonzero((arr < 0) | (arr > T))
+    if bad.size:
+        raise ValueError(f"{name}: lengths[{bad[0]}] = {arr[bad[0]]} is outside [0, {T}] "
+                         f"(T = {T} time steps)")
+    return arr

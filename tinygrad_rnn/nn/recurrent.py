@@ -69,7 +69,7 @@ from ..ops.base import Context, Function
 from ..random import get_generator
 from ..creation import split, stack, where
 from ..tensor import Tensor
-from ._checks import float_dtype, host_lengths
+from . import _checks as checks
 from .cells import (
     _CallScope, _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
     zero_state,
@@ -161,30 +161,15 @@ class RNNBase(Module):
                  coupled: bool = False, forget_bias: float = 0.0) -> None:
         super().__init__()
         name = type(self).__name__
-        input_size = _validate.size(input_size, "input_size", name)
-        hidden_size = _validate.size(hidden_size, "hidden_size", name)
-        num_layers = _validate.size(num_layers, "num_layers", name)
-        dtype = float_dtype(dtype, name)
-        # read by truthiness, bidirectional='no' would build two directions
-        bias = _validate.flag(bias, "bias", name)
-        batch_first = _validate.flag(batch_first, "batch_first", name)
-        bidirectional = _validate.flag(bidirectional, "bidirectional", name)
-        dropout = _validate.probability(dropout, "dropout", name)
-        if engine not in ("fused", "autograd"):
-            raise ValueError(f"{name}: engine must be 'fused' or 'autograd', got {engine!r}")
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"{name}: nonlinearity must be 'tanh' or 'relu', got "
-                             f"{nonlinearity!r}")
-        if reset not in ("after", "before"):
-            raise ValueError(f"{name}: reset must be 'after' or 'before', got {reset!r}")
+        (input_size, hidden_size, num_layers, dtype, bias, batch_first, bidirectional, dropout,
+         peephole, coupled, forget_bias) = checks.check_recurrent_layer_args(
+            name, input_size, hidden_size, num_layers, dtype, bias, batch_first, bidirectional,
+            dropout, engine, nonlinearity, reset, peephole, coupled, forget_bias)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional = bidirectional
         self.engine = engine
         self.nonlinearity, self.reset = nonlinearity, reset
-        peephole = _validate.flag(peephole, "peephole", name)
-        coupled = _validate.flag(coupled, "coupled", name)
-        forget_bias = _validate.finite_real(forget_bias, "forget_bias", name)
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         # per-step state gradients (track_state_grads, state_grads): the one hook point,
         # recorded by tinygrad_rnn.monitor
@@ -260,28 +245,8 @@ class RNNBase(Module):
                                                 type(self).__name__)
 
     def _check_input(self, x: Tensor) -> tuple[Tensor, bool]:
-        name = type(self).__name__
-        if x.ndim not in (2, 3):
-            raise ValueError(
-                f"{name}: expected input of 3 dimensions ((T, N, D), or (N, T, D) with "
-                f"batch_first) or 2 (T, D) unbatched, got shape {x.shape}"
-            )
-        if x.shape[-1] != self.input_size:
-            raise ValueError(
-                f"{name}: input of shape {x.shape} has feature size {x.shape[-1]}, "
-                f"expected input_size={self.input_size}"
-            )
-        pdtype = self.weight_ih_l0.dtype
-        if x.device != self.weight_ih_l0.device:
-            raise RuntimeError(
-                f"{name}: the input is on {x.device} but the parameters are on "
-                f"{self.weight_ih_l0.device}; move the input with .to() or the module with .to()"
-            )
-        if x.dtype != pdtype:
-            raise TypeError(
-                f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
-                f"{pdtype} (convert the input, or the module with .double()/.float())"
-            )
+        checks.check_recurrent_input(type(self).__name__, x, self.input_size,
+                                     self.weight_ih_l0)
         unbatched = x.ndim == 2
         if unbatched:
             x = x.reshape(x.shape[0], 1, x.shape[1])
@@ -292,52 +257,15 @@ class RNNBase(Module):
     def _initial(self, hx: Any, x: Tensor, unbatched: bool, what: str) -> Tensor:
         """The (L, N, H) initial state on ``x``'s device: zeros, or ``hx`` checked."""
         L = self.num_layers * self.num_directions
-        N, dtype = x.shape[1], x.dtype
+        N = x.shape[1]
         shape = (L, N, self.hidden_size)
         if hx is None:
             return zero_state(shape, x)
         hx = as_state(hx, x, f"{type(self).__name__}: {what}")
+        checks.check_initial_state(type(self).__name__, hx, x, shape, unbatched, what)
         if unbatched:
-            if hx.ndim != 2:
-                # as torch: an unbatched input takes an unbatched state (reshaping an
-                # (L, 1, H) state silently would hide a batched/unbatched mix-up)
-                raise ValueError(
-                    f"{type(self).__name__}: for unbatched 2-D input of shape "
-                    f"{(x.shape[0], x.shape[2])}, {what} must also be 2-D of shape "
-                    f"{(L, self.hidden_size)} (num_layers * num_directions, hidden_size), "
-                    f"got a {hx.ndim}-D state of shape {hx.shape}"
-                )
-            if hx.shape != (L, self.hidden_size):
-                raise ValueError(
-                    f"{type(self).__name__}: {what} must have shape {(L, self.hidden_size)} "
-                    f"(num_layers * num_directions, hidden_size) for unbatched input, got "
-                    f"{hx.shape}"
-                )
             hx = hx.reshape(L, 1, self.hidden_size)
-        if hx.shape != shape:
-            raise ValueError(
-                f"{type(self).__name__}: {what} must have shape {shape} (num_layers * "
-                f"num_directions, N, hidden_size), got {hx.shape}"
-            )
-        if hx.dtype != dtype:
-            raise TypeError(f"{type(self).__name__}: {what} dtype {hx.dtype} does not match "
-                            f"the parameters' dtype {dtype}")
         return hx
-
-    def _lengths(self, lengths: Any, T: int, N: int) -> np.ndarray | None:
-        """``lengths`` validated, as a host NumPy array (None stays None)."""
-        if lengths is None:
-            return None
-        name = type(self).__name__
-        arr = host_lengths(lengths, name)
-        if arr.shape != (N,):
-            raise ValueError(f"{name}: lengths must be an integer array of shape ({N},), got "
-                             f"shape {arr.shape} and dtype {arr.dtype}")
-        bad = np.flatnonzero((arr < 0) | (arr > T))
-        if bad.size:
-            raise ValueError(f"{name}: lengths[{bad[0]}] = {arr[bad[0]]} is outside [0, {T}] "
-                             f"(T = {T} time steps)")
-        return arr
 
     # ------------------------------------------------------------------ forward
     def forward(self, input: Any, hx: Any = None, lengths: Any = None) -> Any:
@@ -345,7 +273,7 @@ class RNNBase(Module):
             return self._forward_packed(input, hx, lengths)
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__))
         T, N = x.shape[0], x.shape[1]
-        lens = self._lengths(lengths, T, N)
+        lens = checks.check_layer_lengths(type(self).__name__, lengths, T, N)
         valid = None
         if lens is not None:
             # (T, N) step mask, built on the host and copied to the input's device once
@@ -554,10 +482,7 @@ class LSTM(RNNBase):
                  dtype: Any = None, *, peephole: bool = False, coupled: bool = False,
                  forget_bias: float = 0.0, engine: str = "fused",
                  generator: Any = None) -> None:
-        if _validate.integer(proj_size, "proj_size", "LSTM") != 0:
-            raise NotImplementedError(
-                f"LSTM: proj_size={proj_size} (an LSTM with projections) is not supported by "
-                f"tinygrad_rnn; use proj_size=0 and a Linear layer on the output instead")
+        checks.check_no_projection(proj_size)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, engine=engine, dtype=dtype, generator=generator,
                          peephole=peephole, coupled=coupled, forget_bias=forget_bias)
