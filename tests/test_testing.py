@@ -961,3 +961,20 @@ def test_importing_the_testing_package_needs_no_hypothesis():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["False", "True"]
+
+
+def test_both_sources_of_randomness_offer_every_choice_of_a_domain():
+    """The registry's samplers are written once against Draw; the CLI runs them on
+    NumpyDraw and the tests on HypothesisDraw, so each must implement every choice."""
+    from tinygrad_rnn.testing.registry import REGISTRY, Draw, NumpyDraw
+    from tinygrad_rnn.testing.strategies import HypothesisDraw
+
+    choices = {name for name in vars(Draw) if not name.startswith("_")}
+    assert {"integers", "side", "shape", "reals", "basic_index"} <= choices
+    for source in (NumpyDraw, HypothesisDraw):
+        missing = sorted(n for n in choices if getattr(source, n) is getattr(Draw, n))
+        assert not missing, (source.__name__, missing)
+    rng = np.random.default_rng(0)
+    for op in REGISTRY:  # float64 arrays from NumPy draws too, 0-d ones included
+        case = op.draw(rng)
+        assert all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in case.inputs)
