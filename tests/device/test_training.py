@@ -41,7 +41,7 @@ import pytest
 
 import tinygrad_rnn as tr
 from tinygrad_rnn import backend
-from tinygrad_rnn.bptt.truncation import chunked
+from tinygrad_rnn.truncation import chunked
 from tinygrad_rnn.nn.utils import (
     clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm, grad_norm,
 )
