@@ -585,7 +585,7 @@ def _weighted(fn: str, loss: Tensor, weight: Any, reduction: str) -> Tensor:
     """An elementwise ``loss`` ('none') times ``weight`` (of the same shape, as torch
     requires), then reduced: 'mean' is the weighted mean sum(w loss) / sum(w), as torch's
     weighted mse/l1. Host weights take the loss's dtype."""
-    w = _core._constant(weight, loss, fn, "weight")
+    w = _core.constant_data(weight, loss, fn, "weight")
     if not isinstance(weight, Tensor):
         w = np.asarray(w, dtype=loss.dtype)
     w = Tensor(w)
