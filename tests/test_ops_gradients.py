@@ -1,6 +1,10 @@
 """Gradient checks of every registered op: ``tr.gradcheck`` in float64, full Jacobian by
 central differences (eps 1e-6), on hypothesis-generated inputs inside each op's domain.
 
+``test_gradcheck_<name>`` is made for each entry ``<name>`` of the op registry,
+``tinygrad_rnn/testing/registry.py`` (the list ``tinygrad-rnn gradcheck`` checks too): grep
+the registry for ``"<name>"`` to find the op, its reference and its domain.
+
 Tolerances: an entry passes when |analytic - numeric| <= atol + rtol |numeric| with
 rtol = 1e-5 and atol = 1e-6 * max(1, max |f|). The central difference has truncation error
 about eps^2 |f'''| / 6 (below 1e-9 for these bounded inputs) and round-off about

@@ -188,12 +188,12 @@ class NumpyDraw(Draw):
         return self.reals(shape, lo, hi) * self.signs(shape)
 
     def off_grid(self, shape: tuple) -> np.ndarray:
-        return np.asarray(self.on_grid_steps(shape, -12, 11) + self.reals(shape, 0.05, 0.2))
+        return np.asarray(self._grid_steps(shape, -12, 11) + self.reals(shape, 0.05, 0.2))
 
     def on_grid(self, shape: tuple) -> np.ndarray:
-        return self.on_grid_steps(shape, -12, 12)
+        return self._grid_steps(shape, -12, 12)
 
-    def on_grid_steps(self, shape: tuple, lo: int, hi: int) -> np.ndarray:
+    def _grid_steps(self, shape: tuple, lo: int, hi: int) -> np.ndarray:
         return np.asarray(GRID * self.int_array(shape, lo, hi).astype(np.float64))
 
     def distinct(self, shape: tuple) -> np.ndarray:
