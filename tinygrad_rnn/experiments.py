@@ -96,6 +96,7 @@ class Regressor(nn.Module):
                              f"RNN's W_hh (cell 'rnn' or 'relu'); the {cell.upper()}'s "
                              f"recurrent weight stacks one block per gate, so leave rho at 0 "
                              f"for cell={cell!r}")
+        self.rnn: Any  # an LSTM, GRU or RNN
         if cell == "lstm":
             self.rnn = nn.LSTM(input_size, hidden, batch_first=True, forget_bias=1.0,
                                generator=generator)

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib
 import json
 import math
 import os
@@ -139,7 +140,8 @@ def _blas() -> list[dict]:
     except Exception:  # noqa: BLE001  (not installed, or it failed: fall back)
         pass
     try:
-        deps = np.show_config(mode="dicts").get("Build Dependencies", {})
+        config: Any = np.show_config(mode="dicts")
+        deps = config.get("Build Dependencies", {})
         return [{"internal_api": key, "version": deps.get(key, {}).get("version"),
                  "name": deps.get(key, {}).get("name")} for key in ("blas", "lapack")]
     except Exception:  # noqa: BLE001  (an older NumPy without mode='dicts')
@@ -250,6 +252,7 @@ class _AppendFile:
             _realign(path, text)
             write_header = False
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        self.open = True
         self.offset = os.fstat(self.fd).st_size  # the only writer: its size is our offset
         if write_header:
             self._write(",".join(self.columns))
@@ -278,14 +281,14 @@ class _AppendFile:
         self._write(",".join(values))
 
     def close(self) -> None:
-        if self.fd is None:
+        if not self.open:
             return
         try:
             if self.fsync != "never":
                 os.fsync(self.fd)
         finally:
             os.close(self.fd)
-            self.fd = None
+            self.open = False
 
 
 def _realign(path: Path, text: str) -> None:
@@ -462,15 +465,18 @@ class RunWriter:
         row = [_number(step), _number(loss), _number(val_loss), _number(grad_norm),
                _number(clipped_norm), _number(lr),
                f"{time.perf_counter() - self._t0:.3f}"]
-        if self._states is not None:
+        states = self._states
+        if states is not None:
             first = next(iter(state_norms.values())) if state_norms else np.zeros(0)
             row += [_number(first[0]) if len(first) else "",
                     _number(first[-1]) if len(first) else ""]
             for (module, layer, direction, kind), norms in (state_norms or {}).items():
                 prefix = [_number(step), str(module), str(layer), str(direction), kind]
                 for cells in _chunks(prefix, [_number(v) for v in np.ravel(norms)]):
-                    self._states.row(cells)
-        self._metrics.row(row)
+                    states.row(cells)
+        metrics = self._metrics
+        assert metrics is not None  # opened above
+        metrics.row(row)
         if self._tb is not None:
             for name, value in (("loss", loss), ("val_loss", val_loss),
                                 ("grad_norm", grad_norm), ("clipped_norm", clipped_norm),
@@ -561,19 +567,20 @@ def open_run(path: str | os.PathLike | None, **kwargs: Any) -> Iterator[RunWrite
 
 
 def _tensorboard_writer(folder: Path) -> Any:
-    """A SummaryWriter from tensorboardX, else from torch.utils.tensorboard."""
+    """A SummaryWriter from tensorboardX, else from torch.utils.tensorboard (imported by
+    name: both are optional and neither has to be installed)."""
     try:
-        from tensorboardX import SummaryWriter  # type: ignore[import-not-found]
+        return importlib.import_module("tensorboardX").SummaryWriter(logdir=str(folder))
     except ImportError:
-        try:
-            from torch.utils.tensorboard import SummaryWriter  # type: ignore
-        except ImportError:
-            raise ImportError(
-                "RunWriter(tensorboard=True) needs tensorboardX (pip install tensorboardX) "
-                "or torch with tensorboard (pip install torch tensorboard); the run folder's "
-                "CSV files need neither") from None
-    return SummaryWriter(logdir=str(folder)) if "tensorboardX" in SummaryWriter.__module__ \
-        else SummaryWriter(log_dir=str(folder))
+        pass
+    try:
+        module = importlib.import_module("torch.utils.tensorboard")
+    except ImportError:
+        raise ImportError(
+            "RunWriter(tensorboard=True) needs tensorboardX (pip install tensorboardX) or "
+            "torch with tensorboard (pip install torch tensorboard); the run folder's CSV "
+            "files need neither") from None
+    return module.SummaryWriter(log_dir=str(folder))
 
 
 # ----------------------------------------------------------------------------- reading
@@ -649,12 +656,12 @@ def read_state_norms(path: str | os.PathLike) -> dict[tuple, tuple[np.ndarray, n
         if len(cells) != len(STATE_COLUMNS):
             raise ValueError(f"read_state_norms: {file} line {number} has {len(cells)} cells "
                              f"for the columns {list(STATE_COLUMNS)}: {line!r}")
-        step, module, layer, direction, kind, t0, norms = cells
+        step, module, layer, direction, kind, start, norms = cells
         key = (module, int(layer), int(direction), kind)
         rows = grouped.setdefault(key, {})
         values = [float(v) for v in norms.split()]
         row = rows.setdefault(int(step), [])
-        t0 = int(t0)
+        t0 = int(start)
         row.extend([math.nan] * (t0 + len(values) - len(row)))
         row[t0:t0 + len(values)] = values
     out = {}

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import itertools
 import json
 import os
@@ -107,15 +108,13 @@ class SweepConfig:
 
 
 def _read_toml(path: Path) -> dict:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # Python 3.10: the same parser, as the package tomli
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            raise SweepError(f"{path}: reading TOML on Python "
-                             f"{sys.version_info[0]}.{sys.version_info[1]} needs tomli: "
-                             f"pip install tomli (Python 3.11 and later have tomllib)") from None
+    name = "tomllib" if sys.version_info >= (3, 11) else "tomli"  # 3.10: the same, from PyPI
+    try:
+        tomllib: Any = importlib.import_module(name)
+    except ImportError:
+        raise SweepError(f"{path}: reading TOML on Python "
+                         f"{sys.version_info[0]}.{sys.version_info[1]} needs tomli: "
+                         f"pip install tomli (Python 3.11 and later have tomllib)") from None
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)

@@ -436,7 +436,7 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     return result
 
 
-def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor,
+def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor | np.ndarray,
                  loss_fn: Callable[[Any, int, int], Tensor], optimizer: Any,
                  schedule: Truncation, *, state: Any = None, epochs: int = 1,
                  clip: float | None = None, monitor: Any = None,
