@@ -2,8 +2,10 @@
 
 Run from the repository root::
 
-    python benchmarks/check_share.py            # the default module list
-    python benchmarks/check_share.py PATH ...   # any other files
+    python benchmarks/check_share.py                  # the default module list
+    python benchmarks/check_share.py PATH ...         # any other files
+    python benchmarks/check_share.py --root DIR       # the default list of another checkout
+                                                      # (e.g. `git worktree` of an old commit)
 
 What counts, measured with :mod:`ast` and :mod:`tokenize` (no import of the package):
 
@@ -40,7 +42,7 @@ DEFAULT = [
     "bptt/_common.py", "bptt/_layout.py", "bptt/elman.py", "bptt/gru.py", "bptt/lstm.py",
     "ops/activations.py", "ops/base.py", "ops/elementwise.py", "ops/linalg.py",
     "ops/losses.py", "ops/normalization.py", "ops/reductions.py", "ops/selection.py",
-    "ops/shape.py",
+    "ops/shape.py", "ops/attention.py",
     "nn/attention.py", "nn/_masks.py", "nn/layers.py", "nn/recurrent.py", "nn/cells.py",
 ]
 #: Modules that are checks by design (reported separately when present).
@@ -50,7 +52,8 @@ CHECK_MODULES = ["bptt/_checks.py", "nn/_checks.py", "_validate.py"]
 VALIDATORS = {
     "_size", "_flag", "_integer", "_finite", "_float_dtype", "check_input_dtype",
     "_positive_int", "_check_count", "_check_int", "keepdims_flag", "_positive_number",
-    "positive_int", "flag", "finite_real", "nonnegative_int", "host_lengths",
+    "positive_int", "flag", "finite_real", "nonnegative_int", "host_lengths", "float_dtype",
+    "boolean", "probability", "_probability", "integer", "size",
 }
 CHECK_NAME = re.compile(r"^_?(check|validate|require)")
 CHECK_MODULE_NAMES = {"_checks", "checks", "_validate", "validate"}
@@ -136,6 +139,10 @@ def _row(name: str, code: int, checks: int) -> str:
 
 
 def main(argv: list[str]) -> int:
+    global PKG
+    if argv[:1] == ["--root"]:
+        PKG = Path(argv[1]).resolve() / "tinygrad_rnn"
+        argv = argv[2:]
     paths = [Path(a) for a in argv] if argv else [PKG / p for p in DEFAULT]
     print(f"{'module':<32} {'code':>6} {'checks':>7} {'share':>7}")
     total_code = total_checks = 0

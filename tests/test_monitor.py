@@ -711,6 +711,61 @@ def test_gradient_horizon_of_a_nan_padded_row() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# the layers' one hook point: StateGradRecording
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls, kinds", [(RNN, ("h",)), (GRU, ("h",)), (LSTM, ("h", "c"))])
+def test_state_grad_recording_is_the_layers_one_hook_point(cls: type, kinds: tuple) -> None:
+    """A recurrent layer holds one monitor.StateGradRecording: track_state_grads reads and sets
+    its switch, it lists every (layer, direction, kind) the layer records, it hands out one
+    StateGradRecorder per forward call with gradients enabled (none under no_grad or when
+    tracking is off), and state_grads / state_grad_segments read it."""
+    layer = cls(3, 4, num_layers=2, bidirectional=True, dtype=np.float64, generator=0)
+    recording = layer.state_grad_recording
+    assert isinstance(recording, mon.StateGradRecording)
+    assert recording.owner == cls.__name__
+    assert recording.keys == [(l, d, k) for l in range(2) for d in range(2) for k in kinds]
+    assert recording.track is False and layer.track_state_grads is False
+    assert recording.start_call(5, None) is None                  # tracking off
+    layer.track_state_grads = 1                                    # torch-style 0/1 switch
+    assert recording.track is True and layer.track_state_grads is True
+    with tr.no_grad():
+        assert recording.start_call(5, None) is None              # no graph, no record
+    x = tr.Tensor(np.random.default_rng(1).standard_normal((5, 2, 3)))
+    out = layer(x)[0]
+    assert layer.state_grads == {} and layer.state_grad_segments == []   # before backward
+    out.sum().backward()
+    (record,) = layer.state_grad_segments
+    assert isinstance(record, mon.StateGradRecorder)
+    assert (record.index, record.steps, record.lengths) == (0, 5, None) and record.writes > 0
+    assert layer.state_grads is record.grads
+    assert sorted(record.grads) == [(l, d) for l in range(2) for d in range(2)]
+    assert all(tuple(slot) == kinds for slot in record.grads.values())
+    assert all(g.shape == (5, 2, 4) for slot in record.grads.values() for g in slot.values())
+
+
+def test_gradient_monitor_finds_layers_by_their_recording() -> None:
+    """GradientMonitor switches on each recurrent layer's recording and takes its rows from
+    recording.keys; a module that merely has a track_state_grads attribute is not a
+    recurrent layer to it."""
+
+    class Lookalike(tr.nn.Module):
+        track_state_grads = False                 # the old duck-typed protocol, nothing more
+
+        def forward(self, x: Any) -> Any:
+            return x
+
+    model = tr.nn.Sequential(LSTM(3, 4, bidirectional=True, generator=0), Lookalike())
+    monitor = mon.GradientMonitor(model)
+    assert list(monitor.recurrent) == ["0"]
+    assert model[0].track_state_grads is True and model[1].track_state_grads is False
+    for direction in (0, 1):
+        for kind in ("h", "c"):
+            assert monitor.state_norms("0", 0, direction, kind).shape == (0, 0)
+    with pytest.raises(ValueError, match="direction=2"):
+        monitor.state_norms("0", 0, 2, "h")
+
+
+# --------------------------------------------------------------------------------------------
 # docs/vanishing.md
 # --------------------------------------------------------------------------------------------
 def test_vanishing_page_numbers_its_equations_and_leaves_figures_to_the_demo() -> None:
