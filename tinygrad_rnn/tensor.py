@@ -87,8 +87,9 @@ class Tensor:
     device : {'cpu', 'cuda', 'standin'}, optional
         Where the data lives (default: where ``data`` already is; Python and NumPy data are
         on the CPU). ``'cuda'`` needs CuPy and a GPU; ``'standin'`` is the test device that
-        plays a GPU on the CPU (see :mod:`tinygrad_rnn.standin`). Ops run on their inputs'
-        device; mixing devices in one op is an error naming both.
+        plays a GPU on the CPU (:mod:`tinygrad_rnn.testing.cupy_emulator`, registered when
+        ``tinygrad_rnn.testing`` is imported). Ops run on their inputs' device; mixing
+        devices in one op is an error naming both.
 
     Notes
     -----
