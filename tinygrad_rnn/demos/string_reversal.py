@@ -46,7 +46,7 @@ import numpy as np
 import tinygrad_rnn as tr
 from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
 from tinygrad_rnn import decoding, runs, viz
-from tinygrad_rnn.data import reversal_examples, reversal_task
+from tinygrad_rnn.data import ReversalTask, reversal_examples, reversal_task
 
 CONFIGS = {
     # training strings, updates per model, batch size, embedding and hidden sizes, Adam's
@@ -66,7 +66,7 @@ def build(decoder: str, vocab_size: int, cfg: dict, seed: int) -> tr.nn.Seq2Seq:
                          bidirectional=True, decoder=decoder, generator=seed)
 
 
-def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str,
+def train(model: tr.nn.Seq2Seq, task: ReversalTask, cfg: dict, seed: int, desc: str,
           progress: bool = False, run_dir: str | None = None) -> list:
     """Adam with clipping; returns the loss of every update (``progress``: show a bar;
     ``run_dir``: write a run folder there)."""
@@ -92,7 +92,7 @@ def train(model: tr.nn.Seq2Seq, task: object, cfg: dict, seed: int, desc: str,
     return result.losses
 
 
-def exact_matches(model: tr.nn.Seq2Seq, task: object, examples: list,
+def exact_matches(model: tr.nn.Seq2Seq, task: ReversalTask, examples: list,
                   batch: int = 200) -> np.ndarray:
     """Greedy decoding; True where the output (up to EOS) equals the target exactly."""
     model.eval()
@@ -233,6 +233,7 @@ def run(args: argparse.Namespace) -> dict:
     for k, ex in enumerate(picks):
         b = task.batch([ex])
         res = decoding.greedy_decode(att, b.src, b.src_lengths, max_len=len(ex.target) + 3)
+        assert res.attention is not None  # an attention decoder returns its weights
         out_tokens = task.decode(res.sequences[0], strip=False)
         examples.append((''.join(ex.source), ''.join(out_tokens), res.attention[0]))
         marked = [i for i, t in enumerate(ex.source) if t in task.noise]

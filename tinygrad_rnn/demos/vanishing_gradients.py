@@ -59,6 +59,7 @@ class Regressor(tr.nn.Module):
     def __init__(self, kind: str, hidden: int, generator: np.random.Generator,
                  rho: float | None = None) -> None:
         super().__init__()
+        self.rnn: tr.nn.RNNBase
         if kind == "lstm":
             self.rnn = tr.nn.LSTM(2, hidden, batch_first=True, forget_bias=1.0,
                                   generator=generator)
@@ -95,7 +96,8 @@ def part1(args: argparse.Namespace, rng: np.random.Generator) -> tuple[list[dict
     x_host, y_host = adding_problem(N, T, generator=rng)
     x, y = tr.Tensor(x_host, device=args.device), tr.Tensor(y_host, device=args.device)
     rows, curves, bounds = [], {}, {}
-    models = [(f"tanh rho={r}", "tanh", r) for r in (0.5, 0.9, 1.0, 1.1, 1.5)]
+    models: list[tuple[str, str, float | None]] = [
+        (f"tanh rho={r}", "tanh", r) for r in (0.5, 0.9, 1.0, 1.1, 1.5)]
     models += [("relu", "relu", None), ("GRU", "gru", None), ("LSTM", "lstm", None)]
     for label, kind, rho in models:
         model = Regressor(kind, H, rng, rho).to(args.device)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -131,6 +131,10 @@ def _as_buffer(value: Any) -> Tensor | None:
     return Tensor(value)
 
 
+#: the type of self in methods that return it (m.to(...) keeps the subclass's type)
+_M = TypeVar("_M", bound="Module")
+
+
 class Module:
     """Base class of every layer and model; subclasses implement :meth:`forward`.
 
@@ -162,8 +166,8 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the forward pre-hooks, :meth:`forward` and the forward hooks, as torch."""
-        pre_hooks = self.__dict__.get("_forward_pre_hooks")
-        hooks = self.__dict__.get("_forward_hooks")
+        pre_hooks: Any = self.__dict__.get("_forward_pre_hooks")
+        hooks: Any = self.__dict__.get("_forward_hooks")
         if not pre_hooks and not hooks:
             return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre_hooks.values()):
@@ -383,7 +387,8 @@ class Module:
             yield module
 
     def _named_members(self, registry: str, prefix: str, recurse: bool,
-                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
+        # Any: Parameters from "_parameters", Tensors from "_buffers"
         seen: set[int] = set()
         if recurse:
             mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
@@ -422,7 +427,7 @@ class Module:
         module = self
         if target == "":
             return module
-        walked = []
+        walked: list[str] = []
         for part in target.split("."):
             child = module._modules.get(part) if isinstance(module, Module) else None
             if child is None:
@@ -608,7 +613,7 @@ class Module:
         return IncompatibleKeys(missing, unexpected)
 
     # ---------------------------------------------------------------- modes and dtypes
-    def train(self, mode: bool = True) -> "Module":
+    def train(self: _M, mode: bool = True) -> _M:
         """Set training mode on this module and every sub-module; returns self.
 
         ``mode`` is True or False, a Python bool or a NumPy one (``np.bool_``, stored as a
@@ -623,11 +628,11 @@ class Module:
             object.__setattr__(module, "training", mode)
         return self
 
-    def eval(self) -> "Module":
+    def eval(self: _M) -> _M:
         """Evaluation mode (``train(False)``); returns self."""
         return self.train(False)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+    def requires_grad_(self: _M, requires_grad: bool = True) -> _M:
         """Switch gradient recording of every parameter on or off (freezing); returns self."""
         _validate.boolean(requires_grad, "requires_grad", "requires_grad_")
         for p in self.parameters():
@@ -642,8 +647,8 @@ class Module:
             else:
                 p._grad[...] = 0
 
-    def to(self, *args: Any, device: Any = None, dtype: Any = None,
-           non_blocking: bool = False) -> "Module":
+    def to(self: _M, *args: Any, device: Any = None, dtype: Any = None,
+           non_blocking: bool = False) -> _M:
         """Move and/or convert every parameter and buffer in place; returns self.
 
         ``to('cuda')``, ``to('standin')``, ``to('cpu')``, ``to(np.float64)``,
@@ -698,11 +703,11 @@ class Module:
                 t._grad = grad
         return self
 
-    def cpu(self) -> "Module":
+    def cpu(self: _M) -> _M:
         """``to('cpu')``."""
         return self.to("cpu")
 
-    def cuda(self, device: Any = None) -> "Module":
+    def cuda(self: _M, device: Any = None) -> _M:
         """``to('cuda')`` (needs CuPy and a GPU); ``device`` (a GPU index) is accepted as
         in torch, and only GPU 0 is used."""
         return self.to("cuda")
@@ -717,15 +722,15 @@ class Module:
                                f"{sorted(devices)}")
         return devices.pop() if devices else "cpu"
 
-    def double(self) -> "Module":
+    def double(self: _M) -> _M:
         """Convert floating-point parameters and buffers to float64 in place."""
         return self.to(np.float64)
 
-    def float(self) -> "Module":
+    def float(self: _M) -> _M:
         """Convert floating-point parameters and buffers to float32 in place."""
         return self.to(np.float32)
 
-    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+    def apply(self: _M, fn: Callable[["Module"], Any]) -> _M:
         """Call ``fn(module)`` on every sub-module (children first) and then on self, as
         torch does; e.g. a custom initialisation. Returns self."""
         for child in self.children():
