@@ -223,3 +223,19 @@ def test_bad_arguments_are_refused_by_name() -> None:
         ConvLM(V, 4)(np.zeros(5, dtype=np.int64))
     with pytest.raises(ValueError, match="max_len = 24"):
         _transformer()(np.zeros((1, 25), dtype=np.int64))
+
+
+def test_standin_device_gives_the_cpu_numbers() -> None:
+    """The cache, the windowed scoring and the TCN run on the stand-in device (CuPy's rules)
+    and give the CPU's numbers bit for bit."""
+    ids = np.random.default_rng(6).integers(0, V, size=30)
+    for make in (lambda: _transformer(max_len=12),
+                 lambda: ConvLM(V, 6, 2, 3, generator=0, dtype=np.float64)):
+        cpu, dev = make(), make().to("standin")
+        np.testing.assert_array_equal(dev.token_log_probs(ids), cpu.token_log_probs(ids))
+        lc, sc = cpu.prime(ids[:4])
+        ld, sd = dev.prime(ids[:4])
+        for token in ids[4:10]:
+            lc, sc = cpu.advance(int(token), sc)
+            ld, sd = dev.advance(int(token), sd)
+            np.testing.assert_array_equal(ld, lc)
