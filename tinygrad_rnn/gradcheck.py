@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence, overload
 
 import numpy as np
 
@@ -311,6 +311,21 @@ def _positive_number(where: str, name: str, value: Any, allow_zero: bool) -> Non
 
 
 # ----------------------------------------------------------------------------- public entry
+# for type checkers: True (or an exception) by default, the report with raise_exception=False
+@overload
+def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = ..., atol: float = ...,
+              rtol: float = ..., mode: str = ..., n_directions: int = ..., seed: int = ...,
+              raise_exception: Literal[True] = ...) -> bool: ...
+@overload
+def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = ..., atol: float = ...,
+              rtol: float = ..., mode: str = ..., n_directions: int = ..., seed: int = ...,
+              *, raise_exception: Literal[False]) -> GradcheckReport: ...
+@overload
+def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = ..., atol: float = ...,
+              rtol: float = ..., mode: str = ..., n_directions: int = ..., seed: int = ...,
+              raise_exception: bool = ...) -> bool | GradcheckReport: ...
+
+
 def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, mode: str = "full", n_directions: int = 8,
               seed: int = 0, raise_exception: bool = True) -> bool | GradcheckReport:

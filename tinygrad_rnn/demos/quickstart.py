@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     loss.backward()
     print(f"loss = {loss.item():.6f} (on {loss.device})")
     for name, t in (("x", x), ("W", W), ("b", b)):
+        assert t.grad is not None  # backward filled it
         print(f"d loss / d {name}: shape {t.grad.shape}, dtype {t.grad.dtype}")
 
     p = F.softmax((x @ W + b).tanh())
