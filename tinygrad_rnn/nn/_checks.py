@@ -280,14 +280,9 @@ def check_recurrent_layer_args(name: str, input_size: Any, hidden_size: Any, num
     dropout = _validate.probability(dropout, "dropout", name)
     if engine not in ("fused", "autograd"):
         raise ValueError(f"{name}: engine must be 'fused' or 'autograd', got {engine!r}")
-    if nonlinearity not in ("tanh", "relu"):
-        raise ValueError(f"{name}: nonlinearity must be 'tanh' or 'relu', got "
-                         f"{nonlinearity!r}")
-    if reset not in ("after", "before"):
-        raise ValueError(f"{name}: reset must be 'after' or 'before', got {reset!r}")
-    peephole = _validate.flag(peephole, "peephole", name)
-    coupled = _validate.flag(coupled, "coupled", name)
-    forget_bias = _validate.finite_real(forget_bias, "forget_bias", name)
+    check_nonlinearity(name, nonlinearity)
+    check_reset(name, reset)
+    peephole, coupled, forget_bias = check_lstm_variant(name, peephole, coupled, forget_bias)
     return (input_size, hidden_size, num_layers, dtype, bias, batch_first, bidirectional,
             dropout, peephole, coupled, forget_bias)
 
@@ -371,3 +366,100 @@ def check_layer_lengths(name: str, lengths: Any, T: int, N: int) -> np.ndarray |
         raise ValueError(f"{name}: lengths[{bad[0]}] = {arr[bad[0]]} is outside [0, {T}] "
                          f"(T = {T} time steps)")
     return arr
+
+
+def check_nonlinearity(name: str, nonlinearity: Any) -> None:
+    """The Elman nonlinearity of ``name``: 'tanh' or 'relu'."""
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"{name}: nonlinearity must be 'tanh' or 'relu', got "
+                         f"{nonlinearity!r}")
+
+
+def check_reset(name: str, reset: Any) -> None:
+    """Where the GRU ``name`` applies its reset gate: 'after' (torch) or 'before'."""
+    if reset not in ("after", "before"):
+        raise ValueError(f"{name}: reset must be 'after' or 'before', got {reset!r}")
+
+
+def check_lstm_variant(name: str, peephole: Any, coupled: Any,
+                       forget_bias: Any) -> tuple[bool, bool, float]:
+    """The LSTM variant options of ``name``: two switches and a finite forget-gate bias."""
+    peephole = _validate.flag(peephole, "peephole", name)
+    coupled = _validate.flag(coupled, "coupled", name)
+    forget_bias = _validate.finite_real(forget_bias, "forget_bias", name)
+    return peephole, coupled, forget_bias
+
+
+# ------------------------------------------------------------------------- recurrent cells
+def check_cell_args(name: str, input_size: Any, hidden_size: Any, dtype: Any,
+                    bias: Any) -> tuple[int, int, np.dtype, bool]:
+    """The constructor arguments shared by the cells (``name``: RNNCell, GRUCell, LSTMCell)."""
+    input_size = _validate.size(input_size, "input_size", name)
+    hidden_size = _validate.size(hidden_size, "hidden_size", name)
+    dtype = float_dtype(dtype, name)
+    bias = _validate.flag(bias, "bias", name)
+    return input_size, hidden_size, dtype, bias
+
+
+def check_cell_input(name: str, x: Tensor, input_size: int, weight: Tensor) -> None:
+    """The input of the cell ``name``: (N, D) or unbatched (D,), on the device and in the
+    dtype of the parameters (``weight``)."""
+    if x.ndim not in (1, 2) or x.shape[-1] != input_size:
+        raise ValueError(
+            f"{name}: expected input of shape (N, {input_size}) or "
+            f"({input_size},), got {x.shape}"
+        )
+    if x.device != weight.device:
+        raise RuntimeError(
+            f"{name}: the input is on {x.device} but the parameters are on "
+            f"{weight.device}; move the input with .to() or the module with .to()"
+        )
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
+            f"{weight.dtype} (convert the input, or the module with .double())"
+        )
+
+
+def check_cell_state(name: str, hx: Tensor, x: Tensor, hidden_size: int, unbatched: bool,
+                     what: str) -> None:
+    """A given state ``what`` of the cell ``name`` for the (N, D) input ``x``: (N, H), or
+    (H,) for an unbatched input, in the input's dtype. The error names the shapes the caller
+    passed."""
+    want = (hidden_size,) if unbatched else (x.shape[0], hidden_size)
+    if hx.shape != want:
+        x_shape = (x.shape[1],) if unbatched else x.shape
+        raise ValueError(
+            f"{name}: {what} must have shape {want} for input of shape "
+            f"{x_shape}, got {hx.shape}"
+        )
+    if hx.dtype != x.dtype:
+        raise TypeError(
+            f"{name}: {what} dtype {hx.dtype} does not match the input's "
+            f"and parameters' dtype {x.dtype}"
+        )
+
+
+def split_lstm_state(name: str, hx: Any) -> tuple[Any, Any]:
+    """Split an LSTM state argument into (h, c); None gives (None, None).
+
+    A single array or Tensor is refused: unpacking it would silently split it along its first
+    axis into an h and a c. So is a pair with a None in it, such as ``(h_0, None)``: the state
+    is either None (both zero) or two states, never half of one (a zero c_0 put in silently
+    would hide a bug, e.g. a forgotten cell state when carrying the state between chunks).
+    """
+    if hx is None:
+        return None, None
+    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+        what = (f"{type(hx).__name__} of shape {tuple(hx.shape)}" if hasattr(hx, "shape")
+                else f"{type(hx).__name__} of length {len(hx)}"
+                if isinstance(hx, (tuple, list)) else type(hx).__name__)
+        raise TypeError(f"{name}: the state must be a pair (h_0, c_0) or None, got {what}")
+    missing = [part for part, value in zip(("h_0", "c_0"), hx) if value is None]
+    if missing:
+        raise TypeError(
+            f"{name}: the state must be None or a pair (h_0, c_0) of two states, got "
+            f"{' and '.join(missing)} = None in the pair; pass hx=None for zero initial "
+            f"states, or give both h_0 and c_0"
+        )
+    return hx[0], hx[1]

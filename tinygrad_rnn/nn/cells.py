@@ -21,14 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validate
 from .. import functional as F
 from ..backend import get_array_module
 from ..engine import no_grad, record_scope
 from ..random import get_generator
 from ..creation import split
 from ..tensor import Tensor
-from ._checks import float_dtype
+from . import _checks as checks
 from .layers import as_input, place
 from .module import Module, Parameter
 
@@ -152,11 +151,8 @@ class _CellBase(Module):
     def __init__(self, input_size: int, hidden_size: int, bias: bool, dtype: Any,
                  generator: Any, extra_peephole: int = 0) -> None:
         super().__init__()
-        name = type(self).__name__
-        input_size = _validate.size(input_size, "input_size", name)
-        hidden_size = _validate.size(hidden_size, "hidden_size", name)
-        dtype = float_dtype(dtype, name)
-        bias = _validate.flag(bias, "bias", name)
+        input_size, hidden_size, dtype, bias = checks.check_cell_args(
+            type(self).__name__, input_size, hidden_size, dtype, bias)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         rng = get_generator(generator)
         k = 1.0 / math.sqrt(hidden_size)
@@ -173,22 +169,7 @@ class _CellBase(Module):
             self.weight_ch = _uniform((extra_peephole * hidden_size,), k, rng, dtype)
 
     def _check_input(self, x: Tensor, hx: Any) -> tuple[Tensor, bool]:
-        name = type(self).__name__
-        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
-            raise ValueError(
-                f"{name}: expected input of shape (N, {self.input_size}) or "
-                f"({self.input_size},), got {x.shape}"
-            )
-        if x.device != self.weight_ih.device:
-            raise RuntimeError(
-                f"{name}: the input is on {x.device} but the parameters are on "
-                f"{self.weight_ih.device}; move the input with .to() or the module with .to()"
-            )
-        if x.dtype != self.weight_ih.dtype:
-            raise TypeError(
-                f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
-                f"{self.weight_ih.dtype} (convert the input, or the module with .double())"
-            )
+        checks.check_cell_input(type(self).__name__, x, self.input_size, self.weight_ih)
         unbatched = x.ndim == 1
         return (x.reshape(1, -1) if unbatched else x), unbatched
 
@@ -197,19 +178,7 @@ class _CellBase(Module):
         if hx is None:
             return zero_state((N, self.hidden_size), x)
         hx = as_state(hx, x, f"{type(self).__name__}: {what}")
-        # name the shapes the caller passed: (H,) state for an unbatched (D,) input
-        want = (self.hidden_size,) if unbatched else (N, self.hidden_size)
-        if hx.shape != want:
-            x_shape = (x.shape[1],) if unbatched else x.shape
-            raise ValueError(
-                f"{type(self).__name__}: {what} must have shape {want} for input of shape "
-                f"{x_shape}, got {hx.shape}"
-            )
-        if hx.dtype != x.dtype:
-            raise TypeError(
-                f"{type(self).__name__}: {what} dtype {hx.dtype} does not match the input's "
-                f"and parameters' dtype {x.dtype}"
-            )
+        checks.check_cell_state(type(self).__name__, hx, x, self.hidden_size, unbatched, what)
         return hx.reshape(1, -1) if unbatched else hx
 
     def extra_repr(self) -> str:
@@ -228,9 +197,7 @@ class RNNCell(_CellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device: Any = None, dtype: Any = None, *,
                  generator: Any = None) -> None:
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got "
-                             f"{nonlinearity!r}")
+        checks.check_nonlinearity("RNNCell", nonlinearity)
         self.nonlinearity = nonlinearity
         super().__init__(input_size, hidden_size, bias, dtype, generator)
         place(self, device)
@@ -267,8 +234,7 @@ class GRUCell(_CellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  device: Any = None, dtype: Any = None, *, reset: str = "after",
                  generator: Any = None) -> None:
-        if reset not in ("after", "before"):
-            raise ValueError(f"GRUCell: reset must be 'after' or 'before', got {reset!r}")
+        checks.check_reset("GRUCell", reset)
         self.reset = reset
         super().__init__(input_size, hidden_size, bias, dtype, generator)
         place(self, device)
@@ -303,9 +269,8 @@ class LSTMCell(_CellBase):
                  device: Any = None, dtype: Any = None, *, peephole: bool = False,
                  coupled: bool = False, forget_bias: float = 0.0,
                  generator: Any = None) -> None:
-        peephole = _validate.flag(peephole, "peephole", "LSTMCell")
-        coupled = _validate.flag(coupled, "coupled", "LSTMCell")
-        forget_bias = _validate.finite_real(forget_bias, "forget_bias", "LSTMCell")
+        peephole, coupled, forget_bias = checks.check_lstm_variant("LSTMCell", peephole,
+                                                                   coupled, forget_bias)
         self.peephole, self.coupled, self.forget_bias = peephole, coupled, forget_bias
         self.gates = 3 if coupled else 4
         peep = (2 if coupled else 3) if peephole else 0
@@ -318,7 +283,7 @@ class LSTMCell(_CellBase):
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Tensor]:
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
-        h0, c0 = _lstm_state_pair("LSTMCell", hx)
+        h0, c0 = checks.split_lstm_state("LSTMCell", hx)
         h = self._state(h0, x, unbatched, "h_0")
         c = self._state(c0, x, unbatched, "c_0")
         with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
@@ -347,31 +312,6 @@ def _set_forget_bias(bias_ih: Tensor, bias_hh: Tensor, H: int, value: float,
     with no_grad():  # Tensor.__setitem__ counts the writes (version counter)
         bias_ih[start:start + H] = value
         bias_hh[start:start + H] = 0
-
-
-def _lstm_state_pair(name: str, hx: Any) -> tuple[Any, Any]:
-    """Split an LSTM state argument into (h, c); None gives (None, None).
-
-    A single array or Tensor is refused: unpacking it would silently split it along its first
-    axis into an h and a c. So is a pair with a None in it, such as ``(h_0, None)``: the state
-    is either None (both zero) or two states, never half of one (a zero c_0 put in silently
-    would hide a bug, e.g. a forgotten cell state when carrying the state between chunks).
-    """
-    if hx is None:
-        return None, None
-    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-        what = (f"{type(hx).__name__} of shape {tuple(hx.shape)}" if hasattr(hx, "shape")
-                else f"{type(hx).__name__} of length {len(hx)}"
-                if isinstance(hx, (tuple, list)) else type(hx).__name__)
-        raise TypeError(f"{name}: the state must be a pair (h_0, c_0) or None, got {what}")
-    missing = [part for part, value in zip(("h_0", "c_0"), hx) if value is None]
-    if missing:
-        raise TypeError(
-            f"{name}: the state must be None or a pair (h_0, c_0) of two states, got "
-            f"{' and '.join(missing)} = None in the pair; pass hx=None for zero initial "
-            f"states, or give both h_0 and c_0"
-        )
-    return hx[0], hx[1]
 
 
 def zero_state(shape: tuple, x: Tensor) -> Tensor:

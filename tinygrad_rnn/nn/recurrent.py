@@ -71,7 +71,7 @@ from ..creation import split, stack, where
 from ..tensor import Tensor
 from . import _checks as checks
 from .cells import (
-    _CallScope, _lstm_state_pair, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
+    _CallScope, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
     zero_state,
 )
 from .layers import as_input, place
@@ -284,7 +284,7 @@ class RNNBase(Module):
                 # nor any gradient
                 x = where(valid[:, :, None], x, 0.0)
         if self.mode == "LSTM":
-            h0_all, c0_all = _lstm_state_pair(type(self).__name__, hx)
+            h0_all, c0_all = checks.split_lstm_state(type(self).__name__, hx)
             h0_all = self._initial(h0_all, x, unbatched, "h_0")
             c0_all = self._initial(c0_all, x, unbatched, "c_0")
         else:
