@@ -372,10 +372,8 @@ class GradientMonitor:
                             f"{clipped!r} ({type(clipped).__name__})")
         now = self._global_norm()
         if pre_clip_norm is not None:
-            value = pre_clip_norm
-            if isinstance(value, Tensor):
-                value = value.item() if value.size == 1 else value
-            pre = _real_number(value, "GradientMonitor.record", "pre_clip_norm")
+            # a one-element tensor (clip_grad_norm_'s result) is read by _real_number
+            pre = _real_number(pre_clip_norm, "GradientMonitor.record", "pre_clip_norm")
         elif self._pre_clip is not None:
             pre = self._pre_clip
         elif clipped:
