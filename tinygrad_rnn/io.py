@@ -508,7 +508,7 @@ def _new_locked_temp(directory: str, target: str, path: str, what: str) -> tuple
                                 f"{directory!r} keep disappearing", path)
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None],
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object],
                  what: str = "save") -> str:
     """Write a file atomically, as ``open(path, 'wb')`` would but all or nothing.
 

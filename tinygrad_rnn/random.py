@@ -48,7 +48,9 @@ class Generator:
 
     def seed(self) -> int:
         """Re-seed from fresh entropy (not reproducible, as torch's ``seed()``)."""
-        return self.manual_seed(int(np.random.SeedSequence().entropy % 2 ** 63)).initial_seed()
+        entropy = np.random.SeedSequence().entropy  # an int when drawn fresh
+        assert isinstance(entropy, int)
+        return self.manual_seed(entropy % 2 ** 63).initial_seed()
 
 
 def get_generator(generator: Any = None) -> np.random.Generator:

@@ -310,8 +310,8 @@ def truncation_bias(forward: Callable[[Tensor, Any], tuple], x: Tensor,
                 cos = float("nan")
             out.append(TruncationBias(schedule, rel, cos))
     finally:
-        for p, g in zip(params, saved):
-            p.grad = g
+        for p, old in zip(params, saved):
+            p.grad = old
     return out
 
 
