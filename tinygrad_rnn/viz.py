@@ -18,7 +18,7 @@ import math
 import numbers
 import os
 import tempfile
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -30,6 +30,9 @@ __all__ = ["plot_norms_vs_distance", "plot_state_grad_heatmap", "shared_log_limi
            "plot_spectral_sweep", "plot_learning_curves", "plot_train_valid_curves",
            "plot_attention", "save_figure", "graph", "Graph", "record_backward",
            "BackwardRecord"]
+
+#: a 1-D run of numbers, as the plots take it: a list, a tuple or a NumPy array
+Numbers = Union[Sequence[float], np.ndarray]
 
 _FORMATS = (".png", ".svg")
 # one (colour, marker) per curve: tab10's colours, and a marker so that two curves that
@@ -188,7 +191,7 @@ def _real(value: Any, where: str, what: str) -> float:
 
 
 # ------------------------------------------------------------------------------ plots
-def plot_norms_vs_distance(curves: Mapping[str, Sequence[float]], bounds: Mapping[str, Any]
+def plot_norms_vs_distance(curves: Mapping[str, Numbers], bounds: Mapping[str, Any]
                            | None = None, title: str = "Gradient norm vs distance",
                            ylabel: str = r"$\|\partial L / \partial h_t\|$",
                            path: Any = None) -> Any:
@@ -340,7 +343,7 @@ def _single_color_map(color: str) -> Any:
     return ListedColormap([color])
 
 
-def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[float]],
+def plot_spectral_sweep(radii: Numbers, values: Mapping[str, Numbers],
                         xlabel: str = r"spectral radius $\rho(W_{hh})$",
                         ylabel: str = "value", title: str = "Spectral-radius sweep",
                         logy: bool = True, path: Any = None) -> Any:
@@ -376,11 +379,11 @@ def plot_spectral_sweep(radii: Sequence[float], values: Mapping[str, Sequence[fl
     return _finish(fig, path)
 
 
-def plot_learning_curves(curves: Mapping[str, Sequence[float]],
+def plot_learning_curves(curves: Mapping[str, Numbers],
                          xlabel: str = "update (optimizer steps)",
                          ylabel: str = "loss", title: str = "Learning curves",
                          logy: bool = False, hline: float | None = None,
-                         hline_label: str = "", x: Mapping[str, Sequence[float]] | None = None,
+                         hline_label: str = "", x: Mapping[str, Numbers] | None = None,
                          path: Any = None) -> Any:
     """One line per run; an optional horizontal reference line (e.g. a baseline loss).
 
