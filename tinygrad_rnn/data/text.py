@@ -39,7 +39,7 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -254,6 +254,17 @@ class Vocab:
                                 f"{tok!r}")
             ids.append(get(tok, UNK_ID))
         return np.array(ids, dtype=np.int64)
+
+    # for type checkers: a list of tokens by default, a str with as_string=True
+    @overload
+    def decode(self, ids: Iterable[int] | np.ndarray, as_string: Literal[False] = ...,
+               sep: str = ...) -> list[str]: ...
+    @overload
+    def decode(self, ids: Iterable[int] | np.ndarray, as_string: Literal[True],
+               sep: str = ...) -> str: ...
+    @overload
+    def decode(self, ids: Iterable[int] | np.ndarray, as_string: bool = ...,
+               sep: str = ...) -> list[str] | str: ...
 
     def decode(self, ids: Iterable[int] | np.ndarray, as_string: bool = False,
                sep: str = "") -> list[str] | str:

@@ -144,6 +144,7 @@ def train_window_lm(kind: str, corpus, args: argparse.Namespace, seed: int,
     recurrent models read, then scored by the same evaluation."""
     V = len(corpus.vocab)
     width = args.hidden // 2
+    model: tr.nn.Module
     if kind == "conv":
         model = ConvLM(V, width, kernel_size=3, num_layers=4, generator=seed)
         name = f"TCN (R={model.receptive_field})"
