@@ -64,7 +64,7 @@ class Context:
 
         def __setattr__(self, name: str, value: Any) -> None: ...
 
-    def __init__(self, fn: type) -> None:
+    def __init__(self, fn: type[Function]) -> None:
         self.fn = fn
         self.name = fn.__name__
 
