@@ -90,7 +90,7 @@ from . import functional as F
 from .backend import get_array_module, to_device
 from .engine import no_grad
 from .nn._checks import host_lengths
-from .nn.layers import check_ids
+from .nn._checks import check_ids
 from .nn.module import eval_no_grad
 from .random import get_generator
 from .tensor import Tensor

@@ -34,7 +34,8 @@ from ..backend import DEFAULT_FLOAT
 from ..nn import init
 from ..nn.module import eval_no_grad
 from ..nn.conv import CausalConv1d
-from ..nn.layers import Dropout, Embedding, Linear, ModuleList, check_ids
+from ..nn._checks import check_ids
+from ..nn.layers import Dropout, Embedding, Linear, ModuleList
 from ..nn.module import Module
 from ..random import get_generator
 from ..tensor import Tensor

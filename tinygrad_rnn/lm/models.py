@@ -80,7 +80,8 @@ from ..data.text import BOS_ID
 from ..nn import init
 from ..nn.classify import IGNORE_INDEX, recurrent_layer
 from ..nn.module import eval_no_grad
-from ..nn.layers import Dropout, Embedding, Linear, check_ids
+from ..nn._checks import check_ids
+from ..nn.layers import Dropout, Embedding, Linear
 from ..nn.module import Module
 from ..random import get_generator
 from ..creation import zeros

@@ -42,7 +42,8 @@ from .. import functional as F
 from ..nn import init
 from ..nn.attention import attend, scaled_dot_scores
 from ..nn.module import eval_no_grad
-from ..nn.layers import Dropout, Embedding, Linear, check_ids
+from ..nn._checks import check_ids
+from ..nn.layers import Dropout, Embedding, Linear
 from ..nn.module import Module
 from ..nn.normalization import LayerNorm
 from ..nn.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding

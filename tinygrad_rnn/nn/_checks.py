@@ -6,7 +6,9 @@ from typing import Any
 import numpy as np
 
 from .. import _validate
-from ..backend import device_of, get_array_module, get_default_dtype, is_float_dtype
+from ..backend import device_of, get_array_module, get_default_dtype, is_float_dtype, to_device
+from ..dtypes import array_of
+from ..random import get_generator
 from ..tensor import Tensor
 
 
@@ -463,3 +465,36 @@ def split_lstm_state(name: str, hx: Any) -> tuple[Any, Any]:
             f"states, or give both h_0 and c_0"
         )
     return hx[0], hx[1]
+
+
+# ------------------------------------------------------------------------- layer inputs
+def check_generator(generator: Any, owner: str) -> np.random.Generator:
+    """:func:`tinygrad_rnn.random.get_generator` with a TypeError that names ``owner``."""
+    if generator is None or isinstance(generator, np.random.Generator) or (
+            isinstance(generator, (int, np.integer)) and not isinstance(generator, bool)):
+        return get_generator(generator)
+    raise TypeError(f"{owner}: generator must be an int seed, a numpy.random.Generator or "
+                    f"None, got {generator!r} ({type(generator).__name__})")
+
+
+def check_features(owner: str, name: str, x: Tensor, size: int, what: str) -> None:
+    """Refuse an input whose last dimension is not ``size`` (``what`` names the size, e.g.
+    ``in_features``), naming ``owner``, ``name`` and the full shape."""
+    if x.ndim == 0 or x.shape[-1] != size:
+        raise ValueError(f"{owner}: {name} of shape {tuple(x.shape)} does not fit {what} = "
+                         f"{size}; the last dimension must be {size}")
+
+
+def check_ids(owner: str, name: str, ids: Any, size: int,
+              what: str = "vocabulary size") -> None:
+    """Refuse token ids that are not integers (TypeError) or lie outside [0, ``size``)
+    (IndexError naming the first offending id, its position and ``size``), each naming
+    ``owner`` and ``name``. ``ids`` is a Tensor, a device array or host array-like."""
+    raw = array_of(ids, owner, name, kinds="iu",
+                   holds="integer ids (convert whole-number ids with .astype(np.int64))")
+    bad = (raw < 0) | (raw >= size)
+    xp = get_array_module(raw)
+    if bool(xp.any(bad)):  # one device-to-host copy of a flag; the position only on error
+        pos = tuple(int(i) for i in np.argwhere(to_device(bad, "cpu"))[0])
+        raise IndexError(f"{owner}: {name} holds id {int(raw[pos])} at position {pos}, out "
+                         f"of range for {what} {size} (valid ids: 0 .. {size - 1})")

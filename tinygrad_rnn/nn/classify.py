@@ -48,7 +48,8 @@ from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
 from ..tensor import Tensor
 from ._checks import host_lengths
-from .layers import Dropout, Embedding, Linear, check_ids
+from ._checks import check_ids
+from .layers import Dropout, Embedding, Linear
 from .module import Module, eval_no_grad
 from .recurrent import GRU, LSTM, RNN, RNNBase
 

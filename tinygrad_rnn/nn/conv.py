@@ -17,8 +17,8 @@ from .. import _validate
 from ..tensor import Tensor
 from . import functional as F
 from . import init
-from ._checks import check_input_dtype, float_dtype
-from .layers import _dtype_note, _generator, as_input, place
+from ._checks import check_generator, check_input_dtype, float_dtype
+from .layers import _dtype_note, as_input, place
 from .module import Module, Parameter
 
 __all__ = ["Conv1d", "CausalConv1d"]
@@ -111,7 +111,7 @@ class Conv1d(Module):
         self.transposed, self.output_padding = False, (0,)
         bias = _validate.flag(bias, "bias", who)
         dt = float_dtype(dtype, who)
-        rng = _generator(generator, who)
+        rng = check_generator(generator, who)
         shape = (self.out_channels, self.in_channels, self.kernel_size[0])
         self.weight = Parameter(np.zeros(shape, dtype=dt))
         if bias:
@@ -124,7 +124,7 @@ class Conv1d(Module):
     def reset_parameters(self, generator: Any = None) -> None:
         """weight and bias from U(-k, k), k = 1 / sqrt(C_in K) (torch's default)."""
         k = 1.0 / math.sqrt(self.in_channels * self.kernel_size[0])
-        rng = _generator(generator, type(self).__name__)
+        rng = check_generator(generator, type(self).__name__)
         init.uniform_(self.weight, -k, k, generator=rng)
         if self.bias is not None:
             init.uniform_(self.bias, -k, k, generator=rng)

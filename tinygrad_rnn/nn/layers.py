@@ -24,28 +24,20 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .. import functional as F
-from ..backend import DEFAULT_FLOAT, get_array_module, to_device
+from ..backend import DEFAULT_FLOAT, get_array_module
 from .. import _validate
 from ..random import get_generator
-from ..dtypes import array_of
 from ..tensor import Tensor
 from . import init
-from ._checks import check_input_dtype, float_dtype
+from ._checks import (
+    check_features, check_generator, check_ids, check_input_dtype, float_dtype,
+)
 from .module import Module, Parameter
 
 __all__ = [
     "Linear", "Embedding", "Dropout", "Sequential", "ModuleList", "ModuleDict", "Tanh", "ReLU",
     "Sigmoid", "Identity",
 ]
-
-
-def _generator(generator: Any, owner: str) -> np.random.Generator:
-    """:func:`tinygrad_rnn.random.get_generator` with a TypeError that names ``owner``."""
-    if generator is None or isinstance(generator, np.random.Generator) or (
-            isinstance(generator, (int, np.integer)) and not isinstance(generator, bool)):
-        return get_generator(generator)
-    raise TypeError(f"{owner}: generator must be an int seed, a numpy.random.Generator or "
-                    f"None, got {generator!r} ({type(generator).__name__})")
 
 
 def place(module: Module, device: Any) -> None:
@@ -77,29 +69,6 @@ def as_input(x: Any, name: str, owner: str) -> Tensor:
         raise TypeError(f"{owner}: {name} must be a Tensor or an array of numbers, got a "
                         f"{got} of dtype {dtype}")
     return Tensor(x)
-
-
-def check_features(owner: str, name: str, x: Tensor, size: int, what: str) -> None:
-    """Refuse an input whose last dimension is not ``size`` (``what`` names the size, e.g.
-    ``in_features``), naming ``owner``, ``name`` and the full shape."""
-    if x.ndim == 0 or x.shape[-1] != size:
-        raise ValueError(f"{owner}: {name} of shape {tuple(x.shape)} does not fit {what} = "
-                         f"{size}; the last dimension must be {size}")
-
-
-def check_ids(owner: str, name: str, ids: Any, size: int,
-              what: str = "vocabulary size") -> None:
-    """Refuse token ids that are not integers (TypeError) or lie outside [0, ``size``)
-    (IndexError naming the first offending id, its position and ``size``), each naming
-    ``owner`` and ``name``. ``ids`` is a Tensor, a device array or host array-like."""
-    raw = array_of(ids, owner, name, kinds="iu",
-                   holds="integer ids (convert whole-number ids with .astype(np.int64))")
-    bad = (raw < 0) | (raw >= size)
-    xp = get_array_module(raw)
-    if bool(xp.any(bad)):  # one device-to-host copy of a flag; the position only on error
-        pos = tuple(int(i) for i in np.argwhere(to_device(bad, "cpu"))[0])
-        raise IndexError(f"{owner}: {name} holds id {int(raw[pos])} at position {pos}, out "
-                         f"of range for {what} {size} (valid ids: 0 .. {size - 1})")
 
 
 def _table_data(table: Any) -> Any:
@@ -167,7 +136,7 @@ class Linear(Module):
         bias = _validate.flag(bias, "bias", "Linear")
         dt = float_dtype(dtype, "Linear")
         self.in_features, self.out_features = in_features, out_features
-        rng = _generator(generator, "Linear")
+        rng = check_generator(generator, "Linear")
         k = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.weight = Parameter(np.zeros((out_features, in_features), dtype=dt))
         init.uniform_(self.weight, -k, k, generator=rng)

@@ -33,8 +33,8 @@ import numpy as np
 from .. import _validate
 from ..tensor import Tensor
 from . import init
-from ._checks import check_input_dtype, float_dtype
-from .layers import Dropout, Embedding, _generator, as_input, place
+from ._checks import check_generator, check_input_dtype, float_dtype
+from .layers import Dropout, Embedding, as_input, place
 from .module import Module
 
 __all__ = ["SinusoidalPositionalEncoding", "LearnedPositionalEncoding", "sinusoidal_table"]
@@ -62,7 +62,7 @@ class _PositionalEncoding(Module):
         self.d_model = _validate.size(d_model, "d_model", who)
         self.max_len = _validate.size(max_len, "max_len", who)
         self.batch_first = _validate.flag(batch_first, "batch_first", who)
-        rng = _generator(generator, who)
+        rng = check_generator(generator, who)
         self.dropout = Dropout(_validate.probability(dropout, "dropout", who),
                                generator=int(rng.integers(2 ** 63)))
         return rng

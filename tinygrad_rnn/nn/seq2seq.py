@@ -64,7 +64,8 @@ from ._checks import host_lengths
 from .attention import SCORES, Attention, attend
 from .cells import GRUCell, LSTMCell, RNNCell
 from ._checks import float_dtype
-from .layers import Embedding, Linear, check_ids
+from ._checks import check_ids
+from .layers import Embedding, Linear
 from .module import Module
 from .recurrent import GRU, LSTM, RNN
 

@@ -47,8 +47,8 @@ from . import init
 from .activation import GELU
 from ._masks import as_array
 from .attention import MultiheadAttention
-from ._checks import check_input_dtype, float_dtype
-from .layers import Dropout, Linear, ModuleList, ReLU, _dtype_note, _generator, as_input, place
+from ._checks import check_generator, check_input_dtype, float_dtype
+from .layers import Dropout, Linear, ModuleList, ReLU, _dtype_note, as_input, place
 from .module import Module
 from .normalization import LayerNorm
 
@@ -244,7 +244,7 @@ class _Sublayers(Module):
         bias = _validate.flag(bias, "bias", who)
         dt = float_dtype(dtype, who)
         activation = _activation(who, activation)
-        rng = _generator(generator, who)
+        rng = check_generator(generator, who)
         own = None if generator is None else rng
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=p, bias=bias,
                                             batch_first=batch_first, dtype=dt, generator=rng)
@@ -711,7 +711,7 @@ class Transformer(Module):
         bias = _validate.flag(bias, "bias", who)
         eps = _eps(who, layer_norm_eps)
         dt = float_dtype(dtype, who)
-        rng = _generator(generator, who)
+        rng = check_generator(generator, who)
         layer_args = dict(dim_feedforward=dim_feedforward, dropout=dropout,
                           activation=activation, layer_norm_eps=eps, batch_first=batch_first,
                           norm_first=norm_first, bias=bias, dtype=dt,
