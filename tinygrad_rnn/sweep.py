@@ -585,7 +585,8 @@ def run_sweep(config: str | os.PathLike | Mapping | SweepConfig, out: str | os.P
              f"{min(workers, len(todo))} worker processes")
     if echo:
         plan = f"{len(todo)} to run on {where}" if todo else "nothing to run"
-        print(f"sweep {cfg.experiment.name} ({cfg.source}): {len(every)} points, "
+        print(f"sweep {cfg.experiment.name} ({cfg.source}): {len(every)} point"
+              f"{'s' if len(every) != 1 else ''}, "
               f"{len(report.skipped)} finished before, {plan}", flush=True)
     attempts = {p.name: 0 for p in todo}
     errors: dict[str, str] = {}
