@@ -301,6 +301,20 @@ def test_run_demo_writes_the_demos_run_folder_and_one_per_training_loop(
     assert all(len(runs.read_metrics(f)["step"]) == 4 for f in folders)
     assert run(capsys, "plot", str(tmp_path / "run"))[0] == 0
     assert (tmp_path / "run" / "figures" / "learning_curves.png").is_file()
+    # the same --run-dir again: exit 2 naming the folder, and the first run is untouched
+    args = argparse.Namespace(run_dir=str(tmp_path / "run"), seed=6, device="cpu")
+    assert cli.run_demo("toy", args, demo) == 2
+    err = capsys.readouterr().err
+    assert f"toy: error: --run-dir: RunWriter: {tmp_path / 'run'} already holds a run" in err
+    assert runs.read_manifest(tmp_path / "run")["seed"] == 5
+    # a demo that fails leaves its run folder marked failed, with the error
+    def broken(args: argparse.Namespace) -> None:
+        raise RuntimeError("out of memory")
+
+    args = argparse.Namespace(run_dir=str(tmp_path / "failed"), seed=5, device="cpu")
+    with pytest.raises(RuntimeError):
+        cli.run_demo("toy", args, broken)
+    assert runs.read_manifest(tmp_path / "failed")["error"]["message"] == "out of memory"
     # without --run-dir nothing is written and args.run is None
     args = argparse.Namespace(run_dir=None, seed=5, device="cpu")
     assert cli.run_demo("toy", args, demo) == 0 and args.run is None

@@ -559,12 +559,23 @@ def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namesp
     except RuntimeError as err:
         print(f"{name}: error: {err}", file=sys.stderr)
         return 2
-    from .runs import open_run
+    from .runs import RunWriter
 
     # --run-dir: a run folder for the whole demo (its manifest); each fit writes its own
     # run folder inside it (tr.runs.child(args.run, name))
-    with open_run(getattr(args, "run_dir", None), config=vars(args),
-                  seed=getattr(args, "seed", None), device=args.device) as args.run:
+    writer = None
+    if getattr(args, "run_dir", None) is not None:
+        try:
+            writer = RunWriter(args.run_dir, config=vars(args),
+                               seed=getattr(args, "seed", None), device=args.device)
+        except (FileExistsError, NotADirectoryError) as err:
+            print(f"{name}: error: --run-dir: {err}", file=sys.stderr)
+            return 2
+    args.run = writer
+    if args.run is None:
+        run(args)
+        return 0
+    with args.run:  # finished, or failed with the error
         run(args)
     return 0
 
