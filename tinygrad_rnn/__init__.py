@@ -34,15 +34,11 @@ from . import utils
 
 __version__ = "0.2.0"
 
-# The module's former name, one letter from the function tr.jacobian; kept because docs pages
-# edited in parallel (activations, layernorm, softmax) still write tr.jacobians.softmax(...).
-jacobians = explicit_jacobians
-
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "zeros_like", "ones_like", "full", "arange",
     "randn", "rand", "cat", "concatenate", "stack", "split", "where", "no_grad",
     "enable_grad", "inference_mode", "set_grad_enabled", "is_grad_enabled", "gradcheck",
-    "GradcheckError", "GradcheckReport", "jacobian", "explicit_jacobians", "jacobians",
+    "GradcheckError", "GradcheckReport", "jacobian", "explicit_jacobians",
     "functional", "ops", "backend", "malloc_tuning",
     "Function", "sum_to_shape", "manual_seed", "get_generator", "Generator", "__version__",
     "nn", "save", "load", "optim", "bptt", "data", "decoding", "lm", "monitor", "training",

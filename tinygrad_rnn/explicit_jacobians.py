@@ -1,6 +1,5 @@
 """Explicit Jacobian matrices, for study and for checking the hand-written VJPs
-(``tr.explicit_jacobians``; ``tr.jacobians`` is its former name, kept for pages that still
-use it).
+(``tr.explicit_jacobians``; named apart from the function ``tr.jacobian`` below).
 
 Each function takes the quantity the derivative is written in (the op's *output* for
 softmax, log_softmax, tanh and sigmoid; relu's output works since y > 0 exactly where x > 0),

@@ -31,7 +31,7 @@ from tinygrad_rnn.testing.registry import (
     random_upstream, run_forward, run_vjp,
 )
 from tinygrad_rnn import functional as F
-from tinygrad_rnn import jacobians
+from tinygrad_rnn import explicit_jacobians
 
 from ._devices import DEVICES, assert_on_device, assert_same, host, on_device
 
@@ -303,7 +303,7 @@ def test_explicit_jacobians_on_device(device: str, name: str) -> None:
     g = np.random.default_rng(3).standard_normal((2, 4))
     op = {"softmax": F.softmax, "log_softmax": F.log_softmax, "tanh": F.tanh,
           "sigmoid": F.sigmoid, "relu": F.relu}[name]
-    build = getattr(jacobians, name)
+    build = getattr(explicit_jacobians, name)
     y_cpu = op(tr.Tensor(x))
     xd = tr.Tensor(x, requires_grad=True, device=device)
     y_dev = op(xd)

@@ -71,7 +71,7 @@ def test_three_class_worked_example() -> None:
                                atol=doc)
     np.testing.assert_allclose(loss.item(), 0.4170, atol=doc)
     np.testing.assert_allclose(logits.grad, [-0.3410, 0.2424, 0.0986], atol=doc)
-    np.testing.assert_allclose(tr.jacobians.softmax(p),
+    np.testing.assert_allclose(tr.explicit_jacobians.softmax(p),
                                [[0.2247, -0.1598, -0.0650], [-0.1598, 0.1837, -0.0239],
                                 [-0.0650, -0.0239, 0.0889]], atol=doc)
 
@@ -85,10 +85,10 @@ def test_cross_entropy_gradient_equals_the_jacobian_chain(z: np.ndarray, seed: i
     grad = _grad(lambda t: F.cross_entropy(t, y, reduction="sum"), z)
     p = _softmax_ref(z)
     np.testing.assert_allclose(grad, p - onehot, rtol=1e-12, atol=1e-14)
-    j_log = tr.jacobians.log_softmax(np.log(p))  # (n, c, c)
+    j_log = tr.explicit_jacobians.log_softmax(np.log(p))  # (n, c, c)
     np.testing.assert_allclose(np.einsum("nij,ni->nj", j_log, -onehot), p - onehot,
                                rtol=1e-12, atol=1e-14)
-    j_soft = tr.jacobians.softmax(p)
+    j_soft = tr.explicit_jacobians.softmax(p)
     dp = -onehot / p[np.arange(n), y][:, None]
     np.testing.assert_allclose(np.einsum("nij,ni->nj", j_soft, dp), p - onehot,
                                rtol=1e-10, atol=1e-12)
