@@ -19,8 +19,8 @@ An op is a subclass of :class:`Function` with two static methods on raw backend 
 ``forward`` receives one array per tensor input and any constants as keyword arguments;
 ``backward`` receives one upstream gradient per output and returns one gradient per tensor
 input (or ``None`` for an input that needs none). Backward never builds a graph: it is the
-derivation written in array code. ``Function.apply`` (wired up by :mod:`tinygrad_rnn.tensor`)
-runs forward, wraps the results in tensors and records the node.
+derivation written in array code. ``Function.apply`` (:func:`tinygrad_rnn.engine.record`,
+wired up by the engine) runs forward, wraps the results in tensors and records the node.
 
 Higher-order gradients are out of scope: backward runs on raw arrays, so a gradient is never
 itself differentiable.
@@ -111,10 +111,11 @@ class Function:
     def apply(cls, *inputs: Any, **constants: Any) -> Any:
         """Run the op on tensors (or array-likes) and record it in the graph.
 
-        :mod:`tinygrad_rnn.tensor` replaces this method at import time with its ``_apply``
-        (so this lower layer never imports the tensor layer, and an op costs one Python call
-        less than a forwarding method would)."""
-        raise RuntimeError("Function.apply needs tinygrad_rnn.tensor to be imported")
+        The one wiring point: :mod:`tinygrad_rnn.engine` replaces this method when it is
+        imported, with ``Function.apply = classmethod(record)`` (so this lower layer never
+        imports the engine, and an op costs one Python call less than a forwarding method
+        would); :func:`tinygrad_rnn.engine.record` is what runs."""
+        raise RuntimeError("Function.apply needs tinygrad_rnn.engine to be imported")
 
 
 def sum_to_shape(grad: Any, shape: tuple) -> Any:
