@@ -56,80 +56,6 @@ __all__ = [
 
 
 # ========================================================================= recording
-def _share_versions(results: tuple, tensors: tuple) -> None:
-    """An output whose data is a view of an input's data (reshape, transpose) shares that
-    input's version counter, so an in-place write through either one is seen by every node
-    that saved the other (otherwise ``x.T`` saved by a Mul and then ``x.add_(1)`` would give
-    a silently wrong gradient)."""
-    for r in results:
-        o = r._data
-        if getattr(o, "base", None) is None:
-            # not a view: only an input returned as it is can share memory (cheap check,
-            # as most ops return a fresh array)
-            for t in tensors:
-                if o is t._data:
-                    break
-            else:
-                continue
-        xp = get_array_module(o)
-        for t in tensors:
-            if xp.may_share_memory(o, t._data):
-                r._version = t._version
-                break
-
-
-def _check_devices(fn: type, tensors: tuple, const: tuple | None = None) -> None:
-    """RuntimeError naming the op and both devices when its inputs (or an array constant,
-    such as a mask) live on different devices."""
-    d0 = device_of(tensors[0]._data)
-    for k, t in enumerate(tensors):
-        d = device_of(t._data)
-        if d != d0:
-            raise RuntimeError(
-                f"{fn.__name__}: expected all tensors on one device, but input 0 "
-                f"(shape {tensors[0].shape}) is on {d0} and input {k} (shape {t.shape}) is on "
-                f"{d}; move one with .to({d0!r}) or .to({d!r})"
-            )
-    if const is not None:
-        name, v = const
-        d = device_of(v)
-        if d != d0:
-            raise RuntimeError(
-                f"{fn.__name__}: the input (shape {tensors[0].shape}) is on {d0} but {name} "
-                f"(shape {v.shape}) is on {d}; move {name} to {d0}"
-            )
-
-
-def _saved_versions(ctx: Context, tensors: tuple, results: tuple) -> list:
-    """(counter, version now, "input"/"output", index, shape) for every saved array that is
-    an input's or an output's data; the engine checks them before the node's backward."""
-    versions = []
-    for a in ctx.saved_arrays:
-        for k, t in enumerate(tensors):
-            if a is t._data:
-                versions.append((t._version, t._version.value, "input", k, a.shape))
-        for k, r in enumerate(results):
-            if a is r._data:
-                versions.append((r._version, r._version.value, "output", k, a.shape))
-    return versions
-
-
-def _mixed_float_dtypes(tensors: tuple, outs: tuple) -> bool:
-    """True when the op's inputs and outputs hold more than one float dtype (then the
-    engine casts each input gradient to its input's dtype)."""
-    if len(outs) == 1:  # the common case, one output with its inputs' dtype: no sets needed
-        dtype = outs[0].dtype
-        for t in tensors:
-            d = t._data.dtype
-            if d is not dtype and d != dtype:
-                break
-        else:
-            return False
-    dtypes = {t._data.dtype for t in tensors}
-    dtypes.update(o.dtype for o in outs)
-    return len({d for d in dtypes if d.kind == "f"}) > 1
-
-
 def record(fn: type, *inputs: Any, **constants: Any) -> Any:
     """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
     requires one, record the node: every op's ``fn.apply(*inputs, **constants)`` (see
@@ -212,12 +138,85 @@ def record(fn: type, *inputs: Any, **constants: Any) -> Any:
 Function.apply = classmethod(record)  # every op's apply: the one wiring point (Function.apply)
 
 
+def _share_versions(results: tuple, tensors: tuple) -> None:
+    """An output whose data is a view of an input's data (reshape, transpose) shares that
+    input's version counter, so an in-place write through either one is seen by every node
+    that saved the other (otherwise ``x.T`` saved by a Mul and then ``x.add_(1)`` would give
+    a silently wrong gradient)."""
+    for r in results:
+        o = r._data
+        if getattr(o, "base", None) is None:
+            # not a view: only an input returned as it is can share memory (cheap check,
+            # as most ops return a fresh array)
+            for t in tensors:
+                if o is t._data:
+                    break
+            else:
+                continue
+        xp = get_array_module(o)
+        for t in tensors:
+            if xp.may_share_memory(o, t._data):
+                r._version = t._version
+                break
+
+
+def _check_devices(fn: type, tensors: tuple, const: tuple | None = None) -> None:
+    """RuntimeError naming the op and both devices when its inputs (or an array constant,
+    such as a mask) live on different devices."""
+    d0 = device_of(tensors[0]._data)
+    for k, t in enumerate(tensors):
+        d = device_of(t._data)
+        if d != d0:
+            raise RuntimeError(
+                f"{fn.__name__}: expected all tensors on one device, but input 0 "
+                f"(shape {tensors[0].shape}) is on {d0} and input {k} (shape {t.shape}) is on "
+                f"{d}; move one with .to({d0!r}) or .to({d!r})"
+            )
+    if const is not None:
+        name, v = const
+        d = device_of(v)
+        if d != d0:
+            raise RuntimeError(
+                f"{fn.__name__}: the input (shape {tensors[0].shape}) is on {d0} but {name} "
+                f"(shape {v.shape}) is on {d}; move {name} to {d0}"
+            )
+
+
+def _saved_versions(ctx: Context, tensors: tuple, results: tuple) -> list:
+    """(counter, version now, "input"/"output", index, shape) for every saved array that is
+    an input's or an output's data; the engine checks them before the node's backward."""
+    versions = []
+    for a in ctx.saved_arrays:
+        for k, t in enumerate(tensors):
+            if a is t._data:
+                versions.append((t._version, t._version.value, "input", k, a.shape))
+        for k, r in enumerate(results):
+            if a is r._data:
+                versions.append((r._version, r._version.value, "output", k, a.shape))
+    return versions
+
+
+def _mixed_float_dtypes(tensors: tuple, outs: tuple) -> bool:
+    """True when the op's inputs and outputs hold more than one float dtype (then the
+    engine casts each input gradient to its input's dtype)."""
+    if len(outs) == 1:  # the common case, one output with its inputs' dtype: no sets needed
+        dtype = outs[0].dtype
+        for t in tensors:
+            d = t._data.dtype
+            if d is not dtype and d != dtype:
+                break
+        else:
+            return False
+    dtypes = {t._data.dtype for t in tensors}
+    dtypes.update(o.dtype for o in outs)
+    return len({d for d in dtypes if d.kind == "f"}) > 1
+
+
 # ------------------------------------------------------------------------- recorded writes
 # In-place writes that gradients flow through (tinygrad_rnn.tensor, "in-place writes"):
 # the new values are written by the op WriteRegion into the base tensor's memory, and the
 # base is rebased onto that node; nodes recorded earlier keep reaching the old state
 # (as_seen_by). docs/engine.md, section 11, "Views and in-place writes".
-
 def write_is_recorded(tensor: Tensor, op: str, value: Any = None) -> bool:
     """Whether the in-place write ``op`` of ``value`` into ``tensor`` must be recorded;
     RuntimeError when it would be a write into a parameter outside ``no_grad``."""
@@ -311,7 +310,6 @@ def record_update(tensor: Tensor, op: str, result: Tensor) -> Tensor:
 
 
 # ========================================================================= the backward walk
-
 def _topological_order(root: Context) -> list[Context]:
     """Nodes reachable from ``root``, each listed after every node that produces one of its
     inputs (an iterative post-order depth-first search: producers first, ``root`` last). The
