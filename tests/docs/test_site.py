@@ -140,13 +140,18 @@ PAGE_CHECK = r"""() => {
     const m = t.match(/\$[^$\n]+\$|\\\(|\\\)|\\\[|\\\]/);
     if (m) raw.push(t.slice(Math.max(0, m.index - 30), m.index + 50));
   }
-  // a numbered display equation whose tag sits on the equation (KaTeX's absolute tag)
+  // a numbered display equation whose tag is drawn on the equation (KaTeX's absolute tag),
+  // or cut off by the column's edge
   const overlaps = [];
   for (const tag of document.querySelectorAll('.katex-display .tag')) {
     const t = tag.getBoundingClientRect();
-    const right = Math.max(...[...tag.parentElement.querySelectorAll(':scope > .base')]
-                                 .map(b => b.getBoundingClientRect().right));
-    if (t.left < right - 0.5) overlaps.push(tag.textContent);
+    const hit = [...tag.parentElement.querySelectorAll(':scope > .base')].some(b => {
+      const r = b.getBoundingClientRect();
+      return t.left < r.right - 0.5 && r.left < t.right - 0.5
+             && t.top < r.bottom - 0.5 && r.top < t.bottom - 0.5;
+    });
+    const box = tag.closest('.katex-display').getBoundingClientRect();
+    if (hit || t.right > box.right + 0.5) overlaps.push(tag.textContent);
   }
   const images = [...document.images].filter(im => !(im.complete && im.naturalWidth > 0))
                                      .map(im => im.getAttribute('src'));
@@ -222,6 +227,9 @@ def test_every_page_reads_right_in_chromium(site: Path, served: str) -> None:
         for path in pages:
             messages.clear()
             page.goto(served + path, wait_until="load")
+            # as a reader sees it: KaTeX's fonts loaded, the page laid out again with them
+            page.evaluate("() => document.fonts.ready.then(() => new Promise(done => "
+                          "requestAnimationFrame(() => requestAnimationFrame(done))))")
             found = page.evaluate(PAGE_CHECK)
             where = f"/{path}"
             formulas += found["formulas"]
@@ -229,7 +237,7 @@ def test_every_page_reads_right_in_chromium(site: Path, served: str) -> None:
             problems += [f"{where}: formula not typeset: {t!r}" for t in found["untypeset"]]
             problems += [f"{where}: KaTeX error: {t!r}" for t in found["errors"]]
             problems += [f"{where}: raw TeX left in the text: {t!r}" for t in found["raw"]]
-            problems += [f"{where}: equation tag drawn over its equation: {t}"
+            problems += [f"{where}: equation tag over its equation or cut off: {t}"
                          for t in found["overlaps"]]
             problems += [f"{where}: image did not load: {s}" for s in found["images"]]
             seen_ids[path] = set(found["ids"])
