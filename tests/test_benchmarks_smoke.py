@@ -407,3 +407,61 @@ def test_host_allocator_child_env_isolates_the_setting(monkeypatch: pytest.Monke
     assert "GLIBC_TUNABLES" not in tuned and "GLIBC_TUNABLES" not in default
     assert default["TINYGRAD_RNN_MALLOC"] == "default"
     assert tuned["OPENBLAS_NUM_THREADS"] == "1" == default["OPENBLAS_NUM_THREADS"]
+
+
+# ------------------------------------------------------------------- benchmarks/programs.py
+def _tiny_programs_config() -> "object":
+    from benchmarks import programs
+
+    return programs.Config(reps=2, part_reps=1, profile_steps=1, lm_vocab=50, lm_hidden=8,
+                           lm_bptt=4, lm_batch=3, s2s_src_vocab=30, s2s_tgt_vocab=40,
+                           s2s_hidden=8, s2s_batch=3, s2s_src_len=4, s2s_tgt_len=3)
+
+
+def test_programs_benchmark_same_loss_and_table_structure() -> None:
+    torch = pytest.importorskip("torch")
+    from benchmarks import programs
+
+    cfg = _tiny_programs_config()
+    records = [programs.run_program(name, cfg, torch) for name in ("word_lm", "seq2seq")]
+    for rec in records:
+        assert rec["loss_ok"], rec["losses"]
+        assert set(rec["losses"]) == {"ours", "torch"}
+        assert all(len(v) == 2 for v in rec["wall_ms"].values())
+    rows = programs.result_rows(records)
+    assert [r["program"] for r in rows] == ["word_lm", "seq2seq"]
+    for r in rows:
+        assert r["x torch"].endswith("x") and r["check"].split()[0] in ("PASS", "MISS")
+    lm_parts = [r["part"] for r in programs.breakdown_rows(records[0])]
+    assert lm_parts == ["embedding", "dropout", "recurrent", "readout", "loss", "backward",
+                        "clipping", "optimizer"]
+    s2s_parts = [r["part"] for r in programs.breakdown_rows(records[1])]
+    assert "attention" in s2s_parts and "clipping" not in s2s_parts
+    for rec in records:
+        ops = [r["op backward (cProfile)"] for r in programs.backward_rows(rec)]
+        assert "engine (rest of backward)" in ops and "FusedRecurrent" in ops
+    text = programs.report(records, {"load": "0"}, "python benchmarks/programs.py",
+                           markdown=True).splitlines()
+    tables = [line for line in text if line.startswith("|")]
+    # the ratio table (2 rows), two breakdowns and two backward profiles, each with a header
+    assert sum(1 for line in tables if line.startswith("| program ")) == 1
+    assert sum(1 for line in tables if line.startswith("| part ")) == 2
+    assert sum(1 for line in tables if line.startswith("| op backward")) == 2
+    assert all(line.endswith("|") for line in tables)
+
+
+def test_programs_benchmark_command_line_without_torch(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import asdict
+
+    from benchmarks import programs
+
+    tiny = asdict(_tiny_programs_config())
+    tiny.pop("programs")
+    monkeypatch.setattr(programs, "QUICK", tiny)
+    assert programs.main(["--quick", "--no-torch", "--programs", "word_lm"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# python benchmarks/programs.py --quick --no-torch")
+    row = [line for line in out.splitlines() if line.startswith("word_lm")]
+    assert len(row) == 1 and " - " in row[0]          # no torch: no ratio, no verdict
+    assert "## word_lm: the step by part" in out and "## word_lm: our backward by op" in out
