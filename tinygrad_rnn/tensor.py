@@ -45,6 +45,12 @@ from .ops.base import Context
 from .ops.elementwise import clip_bounds
 from .ops.shape import is_advanced_index, check_index_bounds
 
+# Tensor has methods named bool, int and float (torch's casts): inside the class those names
+# are the methods, so annotations there name the builtin types by these aliases
+_bool = bool
+_int = int
+_float = float
+
 __all__ = ["Tensor", "Size", "ValuesIndices", "RemovableHandle", "check_tensor", "constant_data"]
 
 
@@ -500,28 +506,28 @@ class Tensor:
         return self.astype(other.dtype)
 
     # new tensors with this tensor's dtype and device (torch's new_*)
-    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: _bool = False) -> "Tensor":
         return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
                      device=self.device)
 
-    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: _bool = False) -> "Tensor":
         return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
                     device=self.device)
 
     def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
-                 requires_grad: bool = False) -> "Tensor":
+                 requires_grad: _bool = False) -> "Tensor":
         return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
                     device=self.device)
 
-    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: _bool = False) -> "Tensor":
         return self.new_zeros(*size, dtype=dtype, requires_grad=requires_grad)
 
-    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: _bool = False) -> "Tensor":
         return Tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
                       device=self.device)
 
     # ---------------------------------------------------------------- autograd
-    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
+    def backward(self, grad: Any = None, retain_graph: _bool = False) -> None:
         """Compute dL/dleaf for every leaf that requires a gradient, L being this tensor.
 
         ``grad`` is dL/dself; it may be omitted only for a one-element tensor (then 1).
@@ -608,7 +614,7 @@ class Tensor:
         self._version.value += 1
         return self
 
-    def _mark_view(self, out: "Tensor", step: tuple, always: bool = False) -> "Tensor":
+    def _mark_view(self, out: "Tensor", step: tuple, always: _bool = False) -> "Tensor":
         """Record that ``out`` (made from this tensor by ``step``) is a view of this tensor's
         memory, when it is one (``always``: the step always makes a view, no need to ask)."""
         o = out._data
@@ -696,7 +702,7 @@ class Tensor:
             )
         return raw
 
-    def add_(self, other: Any, alpha: float = 1, *, _op: str = "add_") -> "Tensor":
+    def add_(self, other: Any, alpha: _float = 1, *, _op: str = "add_") -> "Tensor":
         """self += alpha * other, in place. On an integer or boolean tensor ``alpha`` must
         not be a float (it would be truncated; torch refuses it too)."""
         if not is_float_dtype(self.dtype) and np.result_type(alpha).kind == "f":
@@ -816,7 +822,7 @@ class Tensor:
         """Set every entry to zero (False for a boolean tensor); works for every dtype."""
         return self.fill_(0)
 
-    def clip_(self, min: float | None = None, max: float | None = None) -> "Tensor":
+    def clip_(self, min: _float | None = None, max: _float | None = None) -> "Tensor":
         """Clamp to [min, max] in place. The result must keep this tensor's dtype, so float
         bounds on an integer tensor are a TypeError (``clip`` returns a float32 tensor
         there; see :func:`tinygrad_rnn.ops.elementwise.clip_bounds`)."""
@@ -834,7 +840,7 @@ class Tensor:
 
     clamp_ = clip_
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> "Tensor":
+    def uniform_(self, a: _float = 0.0, b: _float = 1.0, *, generator: Any = None) -> "Tensor":
         """Fill with samples of U(a, b), in place, from ``generator`` (a seed, a NumPy or a
         tinygrad_rnn Generator; the package's default generator when None). Drawn on the
         host, as every random number here, then copied to the tensor's device."""
@@ -842,7 +848,7 @@ class Tensor:
         u = generator_for("uniform_", generator).uniform(float(a), float(b), size=self.shape)
         return self.copy_(u.astype(self.dtype))
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0, *,
+    def normal_(self, mean: _float = 0.0, std: _float = 1.0, *,
                 generator: Any = None) -> "Tensor":
         """Fill with samples of N(mean, std^2), in place (see :meth:`uniform_`)."""
         self._check_float("normal_")
@@ -863,7 +869,7 @@ class Tensor:
                       for k in range(self.ndim))
         return self[index].clone()
 
-    def masked_fill_(self, mask: Any, value: float) -> "Tensor":
+    def masked_fill_(self, mask: Any, value: _float) -> "Tensor":
         """Set the entries where ``mask`` is True to ``value``, in place (recorded on a
         tensor in a graph, as :meth:`masked_fill`)."""
         result = self.masked_fill(mask, value)
@@ -929,7 +935,7 @@ class Tensor:
     # floor division and remainder (NumPy's and torch's sign rules: the result takes the
     # divisor's sign); no gradient flows through them, so a tensor in a graph is refused
     # rather than silently cut from it
-    def _integer_division(self, o: Any, name: str, ufunc: str, reflected: bool) -> "Tensor":
+    def _integer_division(self, o: Any, name: str, ufunc: str, reflected: _bool) -> "Tensor":
         for t in (self, o):
             if isinstance(t, Tensor) and t.requires_grad and GRAD_MODE.enabled:
                 raise RuntimeError(f"{name}: not differentiable here; compute it on "
@@ -986,12 +992,12 @@ class Tensor:
             raise ValueError(f"{name}: shapes {self.shape} and {getattr(raw, 'shape', ())} do "
                              f"not broadcast: {err}") from None
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         if o is None:
             return False  # as torch: `t == None` is False, not a tensor
         return self._compare(o, "eq (==)", _ufunc("equal", self))
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         if o is None:
             return True
         return self._compare(o, "ne (!=)", _ufunc("not_equal", self))
@@ -1029,7 +1035,7 @@ class Tensor:
     def ge(self, o: Any) -> "Tensor":
         return self._compare(o, "ge", _ufunc("greater_equal", self))
 
-    def equal(self, o: Any) -> bool:
+    def equal(self, o: Any) -> _bool:
         """True when ``o`` is a tensor of the same shape with equal entries (torch.equal)."""
         if not isinstance(o, Tensor):
             raise TypeError(f"equal: expected a Tensor, got {type(o).__name__}")
@@ -1086,19 +1092,19 @@ class Tensor:
 
     # ---------------------------------------------------------------- NumPy-named methods
     # Reductions take torch's (dim, keepdim) and NumPy's (axis, keepdims) spellings.
-    def sum(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def sum(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
             keepdims: Any = UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
         _no_out("sum", out)
         out = Sum.apply(self, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
         return out if dtype is None else out.astype(check_dtype("sum", dtype))
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def mean(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
              keepdims: Any = UNSET, dtype: Any = None, out: Any = None) -> "Tensor":
         _no_out("mean", out)
         x = self if dtype is None else self.astype(check_dtype("mean", dtype))
         return Mean.apply(x, axis=_axis(axis, dim), keepdims=_keep(keepdim, keepdims))
 
-    def max(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def max(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
             keepdims: Any = UNSET, out: Any = None) -> Any:
         """The maximum, with torch's three forms and NumPy's:
 
@@ -1117,7 +1123,7 @@ class Tensor:
             raise TypeError("max: give dim or axis, not both")
         return self._extremum_at("max", dim, keepdim)
 
-    def min(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def min(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
             keepdims: Any = UNSET, out: Any = None) -> Any:
         """The minimum, in the forms of :meth:`max` (any dtype, bool included)."""
         _no_out("min", out)
@@ -1129,7 +1135,7 @@ class Tensor:
             raise TypeError("min: give dim or axis, not both")
         return self._extremum_at("min", dim, keepdim)
 
-    def _extremum_at(self, op: str, dim: Any, keepdim: bool) -> "ValuesIndices":
+    def _extremum_at(self, op: str, dim: Any, keepdim: _bool) -> "ValuesIndices":
         indices = (self.argmax if op == "max" else self.argmin)(dim, keepdim=True)
         values = self.gather(dim, indices)
         if not keepdim:
@@ -1137,19 +1143,19 @@ class Tensor:
             values, indices = values.squeeze(d), indices.squeeze(d)
         return ValuesIndices(values, indices)
 
-    def argmax(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def argmax(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
                out: Any = None) -> "Tensor":
         """Index of the largest entry (of the flattened tensor when ``dim`` is None; the
         first one among ties), int64, no gradient."""
         _no_out("argmax", out)
         return self._arg("argmax", _axis(axis, dim), keepdim)
 
-    def argmin(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def argmin(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
                out: Any = None) -> "Tensor":
         _no_out("argmin", out)
         return self._arg("argmin", _axis(axis, dim), keepdim)
 
-    def _arg(self, op: str, dim: Any, keepdim: bool) -> "Tensor":
+    def _arg(self, op: str, dim: Any, keepdim: _bool) -> "Tensor":
         xp = get_array_module(self._data)
         if self.numel() == 0:
             raise IndexError(f"{op}: an empty tensor (shape {self.shape}) has no {op[3:]}imum")
@@ -1162,7 +1168,7 @@ class Tensor:
         out = getattr(xp, op)(data, axis=d, keepdims=bool(keepdim)).astype(np.int64)
         return Tensor._wrap(out if self.ndim else out.reshape(()))
 
-    def gather(self, dim: int, index: Any) -> "Tensor":
+    def gather(self, dim: _int, index: Any) -> "Tensor":
         """torch's ``gather``: ``out[i][j][k] = self[index[i][j][k]][j][k]`` for dim 0 (and
         likewise for other dims); ``index`` has this tensor's number of dimensions and is no
         larger in the other dims. Differentiable (repeated indices accumulate)."""
@@ -1184,7 +1190,7 @@ class Tensor:
         coords[d] = idx
         return self[tuple(coords)]
 
-    def index_select(self, dim: int, index: Any) -> "Tensor":
+    def index_select(self, dim: _int, index: Any) -> "Tensor":
         """The entries at ``index`` (1-D integers) along ``dim``; a copy, differentiable."""
         d = check_axis("index_select", int_arg("index_select", "dim", dim), self.ndim,
                         self.shape)
@@ -1194,8 +1200,8 @@ class Tensor:
                             f"{tuple(idx.shape)} dtype {idx.dtype}")
         return self[(slice(None),) * d + (idx.reshape(-1).astype(np.int64),)]
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True,
-             sorted: bool = True) -> "ValuesIndices":
+    def topk(self, k: _int, dim: _int = -1, largest: _bool = True,
+             sorted: _bool = True) -> "ValuesIndices":
         """The ``k`` largest (or smallest) entries along ``dim`` and their indices, largest
         first (ties in index order)."""
         k = int_arg("topk", "k", k)
@@ -1207,8 +1213,8 @@ class Tensor:
         indices = order.narrow(d, 0, k) if self.ndim else order
         return ValuesIndices(self.gather(d, indices), indices.contiguous())
 
-    def sort(self, dim: int = -1, descending: bool = False,
-             stable: bool = False) -> "ValuesIndices":
+    def sort(self, dim: _int = -1, descending: _bool = False,
+             stable: _bool = False) -> "ValuesIndices":
         """Sorted values along ``dim`` and their indices (a stable sort: ties keep their
         order)."""
         xp = get_array_module(self._data)
@@ -1223,10 +1229,10 @@ class Tensor:
         idx = Tensor._wrap(xp.ascontiguousarray(idx.astype(np.int64)).reshape(self.shape))
         return ValuesIndices(self.gather(d, idx) if self.ndim else self * 1, idx)
 
-    def argsort(self, dim: int = -1, descending: bool = False) -> "Tensor":
+    def argsort(self, dim: _int = -1, descending: _bool = False) -> "Tensor":
         return self.sort(dim, descending).indices
 
-    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: _bool = False) -> "Tensor":
         """The p-norm over ``dim`` (all entries by default): p = 2 or 'fro' (Euclidean), 1,
         inf or any real p > 0. The gradient at an all-zero input is 0, as in torch."""
         if p == "fro":
@@ -1240,7 +1246,7 @@ class Tensor:
             return self.abs().sum(dim, keepdim)
         return Norm.apply(self, p=p, axis=dim, keepdims=bool(keepdim))
 
-    def any(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def any(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
             keepdims: Any = UNSET, out: Any = None) -> "Tensor":
         """True where some entry along ``dim`` (every entry by default) is nonzero."""
         xp = get_array_module(self._data)
@@ -1248,7 +1254,7 @@ class Tensor:
         keep = bool(_keep(keepdim, keepdims))
         return Tensor._wrap(xp.asarray(xp.any(self._data, axis=_axis(axis, dim), keepdims=keep)))
 
-    def all(self, dim: Any = None, keepdim: bool = False, *, axis: Any = None,
+    def all(self, dim: Any = None, keepdim: _bool = False, *, axis: Any = None,
             keepdims: Any = UNSET, out: Any = None) -> "Tensor":
         """True where every entry along ``dim`` (every entry by default) is nonzero."""
         xp = get_array_module(self._data)
@@ -1256,12 +1262,12 @@ class Tensor:
         keep = bool(_keep(keepdim, keepdims))
         return Tensor._wrap(xp.asarray(xp.all(self._data, axis=_axis(axis, dim), keepdims=keep)))
 
-    def std(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+    def std(self, dim: Any = None, unbiased: _bool = True, keepdim: _bool = False, *,
             correction: Any = None) -> "Tensor":
         """Standard deviation (torch's default: the unbiased estimate, n - 1)."""
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
-    def var(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+    def var(self, dim: Any = None, unbiased: _bool = True, keepdim: _bool = False, *,
             correction: Any = None) -> "Tensor":
         """Variance (torch's default: the unbiased estimate, n - 1)."""
         ddof = (1 if unbiased else 0) if correction is None else correction
@@ -1270,7 +1276,7 @@ class Tensor:
             self.shape[a] for a in ((dim,) if is_int(dim) else dim))
         return (centered * centered).sum(dim, keepdim) / max(n - ddof, 0)
 
-    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+    def chunk(self, chunks: _int, dim: _int = 0) -> tuple:
         """Split into ``chunks`` pieces of ceil(n / chunks) along ``dim`` (the last may be
         smaller, and there may be fewer pieces, as in torch)."""
         chunks = int_arg("chunk", "chunks", chunks)
@@ -1280,10 +1286,10 @@ class Tensor:
                                    self.shape)]
         return split(self, max(-(-n // chunks), 1) if n else 1, dim=dim)
 
-    def split(self, split_size_or_sections: Any, dim: int = 0) -> tuple:
+    def split(self, split_size_or_sections: Any, dim: _int = 0) -> tuple:
         return split(self, split_size_or_sections, dim=dim)
 
-    def unbind(self, dim: int = 0) -> tuple:
+    def unbind(self, dim: _int = 0) -> tuple:
         """The slices along ``dim``, each a view (as torch's ``unbind``)."""
         d = check_axis("unbind", int_arg("unbind", "dim", dim), self.ndim, self.shape)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
@@ -1344,10 +1350,10 @@ class Tensor:
         copy."""
         return self if self._data.flags.c_contiguous else self.clone()
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self) -> _bool:
         return bool(self._data.flags.c_contiguous)
 
-    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+    def narrow(self, dim: _int, start: _int, length: _int) -> "Tensor":
         """The view ``self[..., start:start+length, ...]`` along ``dim`` (torch's narrow)."""
         axis = check_axis("narrow", dim, self.ndim, self.shape)
         n = self.shape[axis]
@@ -1357,7 +1363,7 @@ class Tensor:
         start = start + n if start < 0 else start
         return self[(slice(None),) * axis + (slice(start, start + length),)]
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+    def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> "Tensor":
         """Merge dimensions ``start_dim`` to ``end_dim`` into one (all by default)."""
         if self.ndim == 0:
             return self.reshape(1)
@@ -1406,7 +1412,7 @@ class Tensor:
             axes = tuple(axes[0])
         return self._permuted(tuple(axes), "permute")
 
-    def swapaxes(self, a: int, b: int) -> "Tensor":
+    def swapaxes(self, a: _int, b: _int) -> "Tensor":
         """Swap axes ``a`` and ``b`` (NumPy's ``swapaxes``, torch's ``transpose(a, b)``)."""
         return self._swap("swapaxes", a, b)
 
@@ -1420,12 +1426,12 @@ class Tensor:
         axes[a], axes[b] = axes[b], axes[a]
         return self._permuted(tuple(axes), op)
 
-    def unsqueeze(self, dim: int) -> "Tensor":
+    def unsqueeze(self, dim: _int) -> "Tensor":
         axis = check_axis("unsqueeze", int_arg("unsqueeze", "dim", dim), self.ndim + 1,
                            self.shape)
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def squeeze(self, dim: int | None = None) -> "Tensor":
+    def squeeze(self, dim: _int | None = None) -> "Tensor":
         axis = dim
         if axis is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
@@ -1436,7 +1442,7 @@ class Tensor:
             return self
         return self.reshape(self.shape[:axis] + self.shape[axis + 1:])
 
-    def broadcast_to(self, shape: Sequence[int]) -> "Tensor":
+    def broadcast_to(self, shape: Sequence[_int]) -> "Tensor":
         """A read-only view with ``shape`` (as torch's ``expand``: entries share memory, so an
         in-place write into the result is refused)."""
         shape = tuple(shape)
@@ -1476,16 +1482,16 @@ class Tensor:
     def relu(self) -> "Tensor":
         return ReLU.apply(self)
 
-    def softmax(self, dim: int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
+    def softmax(self, dim: _int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
         axis = int_arg("softmax", "dim", dim if axis is None else axis)
         return Softmax.apply(self, axis=axis, mask=constant_data(mask, self, "softmax", "mask"))
 
-    def log_softmax(self, dim: int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
+    def log_softmax(self, dim: _int = -1, mask: Any = None, *, axis: Any = None) -> "Tensor":
         axis = int_arg("log_softmax", "dim", dim if axis is None else axis)
         return LogSoftmax.apply(self, axis=axis,
                                 mask=constant_data(mask, self, "log_softmax", "mask"))
 
-    def clip(self, min: float | None = None, max: float | None = None) -> "Tensor":
+    def clip(self, min: _float | None = None, max: _float | None = None) -> "Tensor":
         """Clamp to [min, max]; see :func:`tinygrad_rnn.functional.clip` (an integer tensor
         with a float bound gives float32)."""
         return Clip.apply(self, lo=min, hi=max)
@@ -1498,13 +1504,13 @@ class Tensor:
     def minimum(self, other: Any) -> "Tensor":
         return Minimum.apply(self, other)
 
-    def pow(self, exponent: float) -> "Tensor":
+    def pow(self, exponent: _float) -> "Tensor":
         return self ** exponent
 
     def matmul(self, other: Any) -> "Tensor":
         return MatMul.apply(self, other)
 
-    def masked_fill(self, mask: Any, value: float) -> "Tensor":
+    def masked_fill(self, mask: Any, value: _float) -> "Tensor":
         return MaskedFill.apply(self, mask=constant_data(mask, self, "masked_fill", "mask"),
                                 value=value)
 
