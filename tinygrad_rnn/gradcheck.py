@@ -393,6 +393,23 @@ def gradcheck(fn: Callable[..., Any], inputs: Any, eps: float = 1e-6, atol: floa
                         n_directions=n_directions, seed=seed, raise_exception=raise_exception)
 
 
+@overload
+def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: dict,
+                 eps: float = ..., atol: float = ..., rtol: float = ..., mode: str = ...,
+                 n_directions: int = ..., seed: int = ...,
+                 raise_exception: Literal[True] = ...) -> bool: ...
+@overload
+def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: dict,
+                 eps: float = ..., atol: float = ..., rtol: float = ..., mode: str = ...,
+                 n_directions: int = ..., seed: int = ...,
+                 *, raise_exception: Literal[False]) -> GradcheckReport: ...
+@overload
+def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: dict,
+                 eps: float = ..., atol: float = ..., rtol: float = ..., mode: str = ...,
+                 n_directions: int = ..., seed: int = ...,
+                 raise_exception: bool = ...) -> bool | GradcheckReport: ...
+
+
 def check_leaves(fn: Callable[..., Any], args: list, diff: list[int], labels: dict,
                  eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
                  mode: str = "full", n_directions: int = 8, seed: int = 0,
