@@ -327,7 +327,7 @@ def _raw_inputs(inputs: Sequence[Any]) -> tuple[list, list, Any]:
     return arrays, needs, xp
 
 
-def _raw_run(op: type, inputs: Sequence[Any], constants: dict, labels: dict,
+def _raw_run(op: type[Function], inputs: Sequence[Any], constants: dict, labels: dict,
              upstream: Callable[[list], list]) -> _Run:
     run = _Run()
     originals, needs, xp = _raw_inputs(inputs)
@@ -687,7 +687,7 @@ def check_function(fn: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol
     return _finish(report, opts)
 
 
-def check_op(op: type, *inputs: Any, options: CheckOptions | None = None,
+def check_op(op: type[Function], *inputs: Any, options: CheckOptions | None = None,
              **constants: Any) -> CheckReport:
     """Check a :class:`~tinygrad_rnn.Function` subclass: its raw VJP contract and gradients.
 
