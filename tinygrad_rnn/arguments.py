@@ -1,7 +1,7 @@
-"""Checks of the plain arguments that the Tensor methods and the creation functions share
-(axes, integer sizes, shapes, random generators), each raising an error that names the
-function and the argument. They know nothing of tensors, so every module of the tensor
-layer can import them.
+"""Checks of the plain arguments that the Tensor methods, the creation functions and the
+functional API share (axes, integer sizes, shapes, random generators, token ids), each
+raising an error that names the function and the argument. They know nothing of tensors, so
+every module of the tensor layer and above can import them.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 
 from .random import get_generator
 
-__all__ = ["UNSET", "check_axis", "is_int", "int_arg", "check_shape", "generator_for"]
+__all__ = ["UNSET", "check_axis", "is_int", "int_arg", "check_shape", "generator_for",
+           "axis_argument", "check_integer_ids"]
 
 UNSET: Any = object()  # an argument that was not given (None is a value some take)
 
@@ -60,3 +61,30 @@ def generator_for(op: str, generator: Any) -> Any:
         return get_generator(generator)
     except TypeError as err:
         raise TypeError(f"{op}: generator: {err}") from None
+
+
+def axis_argument(op: str, axis: Any, dim: Any, default: int = -1) -> int:
+    """The axis given as NumPy's ``axis`` or torch's ``dim`` (not both): a Python or NumPy
+    int (or a 0-d integer array), never a bool, a float or a string; a TypeError naming
+    ``op`` otherwise. Its range is checked by the op, against the input's shape."""
+    if dim is not None and axis is not None:
+        raise TypeError(f"{op}: give axis or dim, not both (got axis={axis!r}, dim={dim!r})")
+    given = dim if dim is not None else axis
+    if given is None:
+        return default
+    value = given[()] if isinstance(given, np.ndarray) and given.ndim == 0 else given
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        name = "dim" if dim is not None else "axis"
+        raise TypeError(f"{op}: {name} must be an int, got {given!r} ({type(given).__name__})")
+    return int(value)
+
+
+def check_integer_ids(op: str, ids: Any) -> None:
+    """Ids must be integers: a TypeError naming ``op``, the dtype and the fix otherwise
+    (float ids are never truncated, booleans never read as 0 and 1)."""
+    dtype = getattr(ids, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(ids).dtype
+    if dtype.kind not in "iu":
+        raise TypeError(f"{op}: input must hold integer ids, got dtype {dtype} (convert "
+                        f"whole-number ids with ids.astype(np.int64))")

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _validate
 from . import ops
+from .arguments import axis_argument, check_integer_ids
 from .backend import get_array_module
 from .ops.losses import (
     BinaryCrossEntropy, check_ignore_index, check_unit_interval, takes_plain_path,
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-def _target(target: Any, input: Any) -> Any:
+def target_on_device(target: Any, input: Any) -> Any:
     """A target that is an input of the op (mse_loss, binary cross entropy, probability
     targets): host data is copied to ``input``'s device; a Tensor is passed on as it is (the
     op checks that its inputs share a device)."""
@@ -43,23 +44,7 @@ def _target(target: Any, input: Any) -> Any:
     return Tensor(target, device=input.device)
 
 
-def _axis(op: str, axis: Any, dim: Any, default: int = -1) -> int:
-    """The axis given as NumPy's ``axis`` or torch's ``dim`` (not both): a Python or NumPy
-    int (or a 0-d integer array), never a bool, a float or a string; a TypeError naming
-    ``op`` otherwise. Its range is checked by the op, against the input's shape."""
-    if dim is not None and axis is not None:
-        raise TypeError(f"{op}: give axis or dim, not both (got axis={axis!r}, dim={dim!r})")
-    given = dim if dim is not None else axis
-    if given is None:
-        return default
-    value = given[()] if isinstance(given, np.ndarray) and given.ndim == 0 else given
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        name = "dim" if dim is not None else "axis"
-        raise TypeError(f"{op}: {name} must be an int, got {given!r} ({type(given).__name__})")
-    return int(value)
-
-
-def _as_tensor(op: str, name: str, value: Any, dtype: Any = None) -> Tensor:
+def as_tensor_argument(op: str, name: str, value: Any, dtype: Any = None) -> Tensor:
     """``value`` as a Tensor: a Tensor as it is, host data (a NumPy array, a list, a number)
     wrapped by the Tensor constructor (its dtype rules: a list of floats is float32), or in
     ``dtype`` when given and the data has no dtype of its own (a list, a Python number), as
@@ -106,7 +91,7 @@ def softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
         A mask of any other dtype is a TypeError, never read as boolean: pass a 0/1 keep
         mask as ``mask != 0`` and an additive 0 / -inf mask as ``additive == 0``.
     """
-    return ops.Softmax.apply(x, axis=_axis("softmax", axis, dim),
+    return ops.Softmax.apply(x, axis=axis_argument("softmax", axis, dim),
                              mask=constant_data(mask, x, "softmax", "mask"))
 
 
@@ -118,7 +103,7 @@ def log_softmax(x: Tensor, axis: int | None = None, mask: Any = None, *,
     g - p * sum(g). Masked entries (mask False; the mask must be boolean, as for
     :func:`softmax`) are -inf with gradient 0.
     """
-    return ops.LogSoftmax.apply(x, axis=_axis("log_softmax", axis, dim),
+    return ops.LogSoftmax.apply(x, axis=axis_argument("log_softmax", axis, dim),
                                 mask=constant_data(mask, x, "log_softmax", "mask"))
 
 
@@ -181,7 +166,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
     Raises TypeError when the arguments do not share one dtype (torch refuses mixed dtypes;
     NumPy would silently compute float32 with float64 in float64) and ValueError for wrong
     ranks or shapes, each naming the arguments' shapes and dtypes
-    (:func:`_check_linear`). Host data is wrapped as :func:`_as_tensor` does; a list or a
+    (:func:`_check_linear`). Host data is wrapped as :func:`as_tensor_argument` does; a list or a
     number given as input or bias takes the weight's dtype.
     """
     x, weight, bias = _check_linear(x, weight, bias)
@@ -192,9 +177,9 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
 
 def _check_linear(x: Any, weight: Any, bias: Any) -> tuple:
     """(x, weight, bias) as Tensors, checked for :func:`linear` (see there)."""
-    weight = _as_tensor("linear", "weight", weight)
-    x = _as_tensor("linear", "input", x, weight.dtype)
-    bias = None if bias is None else _as_tensor("linear", "bias", bias, weight.dtype)
+    weight = as_tensor_argument("linear", "weight", weight)
+    x = as_tensor_argument("linear", "input", x, weight.dtype)
+    bias = None if bias is None else as_tensor_argument("linear", "bias", bias, weight.dtype)
     if weight.ndim not in (1, 2):
         raise ValueError(f"linear: weight must be 2-D (out_features, in_features) or 1-D "
                          f"(in_features,), got shape {weight.shape}")
@@ -237,19 +222,8 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     ``padding_idx`` must be an integer in [-V, V) (negative counts from the end, as in
     torch), else a ValueError naming it and V."""
     ids = constant_data(input, weight, "embedding", "input (the ids)")
-    _check_ids("embedding", ids)
+    check_integer_ids("embedding", ids)
     return ops.Embedding.apply(weight, ids=ids, padding_idx=padding_idx)
-
-
-def _check_ids(op: str, ids: Any) -> None:
-    """Ids must be integers: a TypeError naming ``op``, the dtype and the fix otherwise
-    (float ids are never truncated, booleans never read as 0 and 1)."""
-    dtype = getattr(ids, "dtype", None)
-    if dtype is None:
-        dtype = np.asarray(ids).dtype
-    if dtype.kind not in "iu":
-        raise TypeError(f"{op}: input must hold integer ids, got dtype {dtype} (convert "
-                        f"whole-number ids with ids.astype(np.int64))")
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True, generator: Any = None) -> Tensor:
@@ -284,7 +258,7 @@ def _check_dropout(x: Any, p: Any, training: Any, generator: Any) -> tuple:
         rng = get_generator(generator)
     except TypeError as err:
         raise TypeError(f"dropout: generator: {err}") from None
-    return _as_tensor("dropout", "input", x), p, rng
+    return as_tensor_argument("dropout", "input", x), p, rng
 
 
 def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: int = -100,
@@ -310,13 +284,14 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, ignore_index: 
     smoothing; without those options and ignored targets the textbook op
     :class:`tinygrad_rnn.ops.PlainCrossEntropy` (backward p - e_y) computes the same bits.
     """
-    input = _as_tensor("cross_entropy", "input", input)
+    input = as_tensor_argument("cross_entropy", "input", input)
     ignore_index = check_ignore_index("cross_entropy", ignore_index)
     weight = constant_data(weight, input, "cross_entropy", "weight")
     probabilities = _probabilities(target, input)
     if probabilities is not None:
-        return ops.SoftCrossEntropy.apply(input, _target(probabilities, input), weight=weight,
-                                          reduction=reduction, label_smoothing=label_smoothing)
+        return ops.SoftCrossEntropy.apply(input, target_on_device(probabilities, input),
+                                          weight=weight, reduction=reduction,
+                                          label_smoothing=label_smoothing)
     ids = constant_data(target, input, "cross_entropy", "target")
     if takes_plain_path(ids, weight, ignore_index, label_smoothing):  # p - e_y (SM10)
         return ops.PlainCrossEntropy.apply(input, target=ids, reduction=reduction,
@@ -348,7 +323,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, ignore_index: int =
     Layout, weights, ``ignore_index`` and 'mean' (NaN over an empty batch, 0.0 when every
     target is ignored) as in :func:`cross_entropy`; see :class:`tinygrad_rnn.ops.NLLLoss`.
     """
-    input = _as_tensor("nll_loss", "input", input)
+    input = as_tensor_argument("nll_loss", "input", input)
     return ops.NLLLoss.apply(input, target=constant_data(target, input, "nll_loss", "target"),
                              weight=constant_data(weight, input, "nll_loss", "weight"),
                              ignore_index=ignore_index, reduction=reduction)
@@ -356,7 +331,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, ignore_index: int =
 
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     """Mean squared error; dL/dinput = 2 (input - target) / n for 'mean'."""
-    return ops.MSELoss.apply(input, _target(target, input), reduction=reduction)
+    return ops.MSELoss.apply(input, target_on_device(target, input), reduction=reduction)
 
 
 def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,
@@ -371,8 +346,8 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,
     :func:`binary_cross_entropy_with_logits`, which never saturates.
     """
     op = "binary_cross_entropy"
-    input = _as_tensor(op, "input", input)
-    return BinaryCrossEntropy.apply(input, _target(target, input),
+    input = as_tensor_argument(op, "input", input)
+    return BinaryCrossEntropy.apply(input, target_on_device(target, input),
                                     weight=constant_data(weight, input, op, "weight"),
                                     reduction=reduction)
 
@@ -382,7 +357,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
                                      pos_weight: Any = None) -> Tensor:
     """Binary cross entropy on logits, overflow-free; dL/dx = sigmoid(x) - t (no weights)."""
     op = "binary_cross_entropy_with_logits"
-    return ops.BCEWithLogits.apply(input, _target(target, input),
+    return ops.BCEWithLogits.apply(input, target_on_device(target, input),
                                    weight=constant_data(weight, input, op, "weight"),
                                    pos_weight=constant_data(pos_weight, input, op, "pos_weight"),
                                    reduction=reduction)

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import _validate
 from .. import functional as _core
+from ..arguments import axis_argument, check_integer_ids
 from ..backend import device_of, get_array_module, to_device
 from ..ops.base import Context, Function
 from ..ops.conv import Conv1d
@@ -58,7 +59,7 @@ PAD_MODES = ("constant", "reflect", "replicate", "circular")
 def _tensor(fn: str, name: str, value: Any) -> Tensor:
     """``value`` as a Tensor (a Tensor as it is; host numbers wrapped), a TypeError naming
     ``fn`` and ``name`` for anything that holds no numbers."""
-    return _core._as_tensor(fn, name, value)
+    return _core.as_tensor_argument(fn, name, value)
 
 
 def _real(fn: str, name: str, value: Any) -> float:
@@ -86,7 +87,7 @@ def _dim(fn: str, dim: Any) -> int:
             f"refuses instead (a deliberate difference), as the guess normalises over the "
             f"batch axis of some inputs"
         )
-    return _core._axis(fn, None, dim)
+    return axis_argument(fn, None, dim)
 
 
 def _cast(fn: str, x: Tensor, dtype: Any) -> Tensor:
@@ -308,7 +309,7 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Tensor:
     ``tensor.shape + (num_classes,)``; ``num_classes=-1`` takes the largest id + 1. Ids
     outside [0, num_classes) are an IndexError, as torch raises. Not differentiable."""
     ids = tensor._data if isinstance(tensor, Tensor) else np.asarray(tensor)
-    _core._check_ids("one_hot", ids)
+    check_integer_ids("one_hot", ids)
     if isinstance(num_classes, (bool, np.bool_)) or not isinstance(
             num_classes, (int, np.integer)):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
@@ -422,7 +423,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     eps = _real("normalize", "eps", eps)
     if p <= 0:
         raise ValueError(f"normalize: p must be positive, got {p}")
-    axis = _core._axis("normalize", None, dim)
+    axis = axis_argument("normalize", None, dim)
     powered = x * x if p == 2.0 else _core.abs(x) ** p
     total = _core.clip(powered.sum(dim=axis, keepdims=True), min=eps ** p)
     norm = _core.sqrt(total) if p == 2.0 else total ** (1.0 / p)
@@ -618,7 +619,7 @@ def l1_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any = 
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
     _check_reduction("l1_loss", reduction)
     x = _tensor("l1_loss", "input", input)
-    t = _core._target(target, x)
+    t = _core.target_on_device(target, x)
     t_shape = tuple(getattr(t, "shape", np.shape(t)))
     if t_shape != x.shape:
         raise ValueError(f"l1_loss: input of shape {x.shape} and target of shape {t_shape} "
