@@ -20,13 +20,16 @@ the tensor applies them to its constructor and in-place writes.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from .backend import (
     get_array_module, get_default_dtype, is_float_dtype, result_float_dtype, to_device,
 )
+
+if TYPE_CHECKING:  # the op classes, for annotations only
+    from .ops.base import Function
 
 __all__ = [
     "SUPPORTED_KINDS", "check_dtype", "to_array", "holds_float64_data", "raw_like",
@@ -228,7 +231,7 @@ def _check_integer_scalars(fn: type, scalars: list, dtype: np.dtype,
             )
 
 
-def lift_inputs(fn: type, inputs: tuple) -> tuple:
+def lift_inputs(fn: type[Function], inputs: Sequence[Any]) -> tuple:
     """The inputs of op ``fn``, some of them scalars or host arrays, as Tensors, with torch's
     rule for a scalar beside tensors: the scalar takes the tensors' dtype when it is of the
     same category (bool < integer < float) or a lower one, so ``x32 * 2.5`` stays float32;
@@ -275,7 +278,7 @@ def lift_inputs(fn: type, inputs: tuple) -> tuple:
     )
 
 
-def promote_non_float(fn: type, tensors: tuple) -> tuple:
+def promote_non_float(fn: type[Function], tensors: tuple) -> tuple:
     """Inputs of op ``fn`` some of which hold integer or boolean data, cast as torch would:
     beside float inputs they take the float inputs' dtype (``ids * x32`` is float32, where
     NumPy gives float64); with no float input, an op whose math is floating

@@ -56,7 +56,7 @@ __all__ = [
 
 
 # ========================================================================= recording
-def record(fn: type, *inputs: Any, **constants: Any) -> Any:
+def record(fn: type[Function], *inputs: Any, **constants: Any) -> Any:
     """Run op ``fn`` on ``inputs`` and, when gradients are being recorded and an input
     requires one, record the node: every op's ``fn.apply(*inputs, **constants)`` (see
     :class:`tinygrad_rnn.ops.base.Function`).
@@ -135,7 +135,9 @@ def record(fn: type, *inputs: Any, **constants: Any) -> Any:
     return results if multi else results[0]
 
 
-Function.apply = classmethod(record)  # every op's apply: the one wiring point (Function.apply)
+# every op's apply: the one wiring point (the op layer cannot import the engine, so it is
+# assigned here, which a type checker sees as replacing a method)
+Function.apply = classmethod(record)  # type: ignore[method-assign,assignment]
 
 
 def _share_versions(results: tuple, tensors: tuple) -> None:
@@ -264,6 +266,7 @@ def refresh_view(tensor: Tensor) -> None:
     the view's graph was made (only while gradients are recorded; until then the view
     keeps its old graph)."""
     base = tensor._base
+    assert base is not None  # only views are refreshed
     if not GRAD_MODE.enabled:
         return
     if base._requires_grad:
@@ -488,7 +491,7 @@ def _run_hooks(hooks: Iterable[Callable], grad: Any) -> Any:
     return grad
 
 
-def _output_grads(node: Context, slots: list) -> list:
+def _output_grads(node: Context, slots: list) -> tuple:
     """The upstream gradient of each of ``node``'s outputs: zeros for an output that got
     none, then the output's hooks, then its retained ``.grad``."""
     grad_outs = []
@@ -507,7 +510,7 @@ def _output_grads(node: Context, slots: list) -> list:
             if t is not None:
                 _accumulate_into_grad(t, g)
         grad_outs.append(g)
-    return grad_outs
+    return tuple(grad_outs)
 
 
 class _Observer(threading.local):

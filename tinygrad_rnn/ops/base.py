@@ -28,7 +28,7 @@ itself differentiable.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class Context:
 
     saved_arrays: tuple = ()
     released = False
-    saved_versions: tuple = ()  # (counter, version, "input"/"output", index, shape) each
+    saved_versions: Sequence[tuple] = ()  # (counter, version, "input"/"output", index, shape)
     out_hooks: dict | None = None  # output index -> gradient hooks (Tensor.register_hook)
     out_retain: dict | None = None  # output index -> weak reference (Tensor.retain_grad)
     mixed_dtypes = False  # inputs and outputs hold more than one float dtype
