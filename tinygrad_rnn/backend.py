@@ -75,12 +75,13 @@ class device:
         if number:
             if index is not None:
                 raise ValueError(f"device: the index is given twice ({type!r} and {index})")
-            index = int(number) if number.isdigit() else number
+            parsed: Any = int(number) if number.isdigit() else number  # a str is refused
+            index = parsed
         if index not in (None, 0):
             raise ValueError(f"device: only one device of each kind exists here, got index "
                              f"{index!r} (use {name!r} or '{name}:0')")
-        self.type = normalize_device(name)
-        self.index = index
+        self.type: str = normalize_device(name)
+        self.index: int | None = index
 
     def __str__(self) -> str:
         return self.type
@@ -124,7 +125,7 @@ def _try_cupy() -> types.ModuleType | None:
     if not _cupy_checked:
         _cupy_checked = True
         try:
-            import cupy  # type: ignore[import-not-found]
+            import cupy
 
             _cupy = cupy
             DEVICE_MODULES[cupy.ndarray] = cupy

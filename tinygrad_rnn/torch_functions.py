@@ -29,6 +29,10 @@ __all__ = [
     "masked_fill", "flip", "t", "std", "var", "any", "all", "clone", "detach",
 ]
 
+# the builtins, for annotations below: this module rebinds float, int and bool to dtypes
+_float = float
+_bool = bool
+
 float32 = float = np.dtype(np.float32)  # noqa: A001  (torch's names)
 float64 = double = np.dtype(np.float64)
 float16 = half = np.dtype(np.float16)
@@ -118,8 +122,8 @@ def matmul(input: Any, other: Any) -> Tensor:
     return input @ other
 
 
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> Any:
+def allclose(input: Tensor, other: Tensor, rtol: _float = 1e-05, atol: _float = 1e-08,
+             equal_nan: _bool = False) -> Any:
     """True when every entry satisfies |input - other| <= atol + rtol * |other|."""
     check_tensor("allclose", "input", input)
     check_tensor("allclose", "other", other)
