@@ -447,7 +447,8 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         k_z *= 1 - z                                      # (G7): da_z = dh * k_z
         xp.subtract(1, r, out=k_r)
         k_r *= r
-        k_r *= cache.hn[t0:t1] if after else h_prev_all[t0:t1]   # (G8): da_r = (da_n | drh) * k_r
+        # (G8): da_r = (da_n | drh) * k_r; the cache holds hn for reset 'after' (rh for 'before')
+        k_r *= cache.hn[t0:t1] if after else h_prev_all[t0:t1]  # type: ignore[index]
         z_pass = z                                        # dh_prev gets dh * z (G9)
         dhs_b = dhs[t0:t1] if dhs is not None else None
         pad = mask.rows(t0, t1) if mask is not None else None     # the block's padded steps
@@ -462,7 +463,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
             ts = t0 + t                                   # the time index of this step
             dh_t = dh_step if dh_all is None else dh_all[ts]
             # (G5) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-            if dhs is None:
+            if dhs_b is None:
                 xp.copyto(dh_t, carried)
             else:
                 xp.add(dhs_b[t], carried, out=dh_t)
@@ -494,7 +495,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         da_x2 = da_x.reshape(T * N, 3 * H)
         dweight_hh = xp.empty((3 * H, H), dtype=dtype)
         xp.matmul(da_x2[:, :2 * H].T, h_prev2, out=dweight_hh[:2 * H])              # (G11)
-        xp.matmul(da_x2[:, 2 * H:].T, cache.rh.reshape(T * N, H),
+        xp.matmul(da_x2[:, 2 * H:].T, cache.rh.reshape(T * N, H),  # type: ignore[union-attr]
                   out=dweight_hh[2 * H:])                                           # (G11)
         db_hh = None
     da_x2 = da_x.reshape(T * N, 3 * H)

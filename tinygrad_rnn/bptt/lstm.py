@@ -547,7 +547,7 @@ def lstm_backward(
             dh_t = dh_step if dh_all is None else dh_all[ts]
             dc_t = dc_step if dc_all is None else dc_all[ts]
             # (L7) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-            if dhs is None:
+            if dhs_b is None:
                 xp.copyto(dh_t, dh_carried)
             else:
                 xp.add(dhs_b[t], dh_carried, out=dh_t)
