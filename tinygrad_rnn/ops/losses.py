@@ -51,7 +51,7 @@ def check_unit_interval(op: str, name: str, value: Any) -> float:
     if isinstance(number, (bool, np.bool_)) or not isinstance(number, numbers.Real):
         raise TypeError(f"{op}: {name} must be a real number in [0, 1], got {value!r} "
                         f"({type(value).__name__}); pass a number such as {name}=0.1")
-    if not 0.0 <= number <= 1.0:  # False for NaN too
+    if not 0.0 <= float(number) <= 1.0:  # False for NaN too
         raise ValueError(f"{op}: {name} must be in [0, 1], got {value!r}")
     return float(number)
 

@@ -182,7 +182,7 @@ class Optimizer:
                 f"{name}: params must be an iterable of Tensors or of dicts (parameter "
                 f"groups), got {type(params).__name__}"
             )
-        groups = list(params)
+        groups: list[Any] = list(params)
         if len(groups) == 0:
             raise ValueError(f"{name}: optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
