@@ -1,6 +1,7 @@
 """Matrix multiplication: 1-D, 2-D and batched with broadcasting (NumPy's matmul rules)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .base import Context, Function, sum_to_shape
@@ -11,6 +12,11 @@ def _swap(a: Any) -> Any:
     return a.swapaxes(-1, -2)
 
 
+def _rows(a: Any) -> Any:
+    """A stack (..., n, k) as its rows (rows, k); an explicit count, as k may be 0."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 class MatMul(Function):
     """C = A @ B.
 
@@ -18,6 +24,11 @@ class MatMul(Function):
     use the same formula on their last two axes; batch axes broadcast, and their gradients are
     summed back over the broadcast axes. A 1-D left operand is treated as a row (1, k) and a
     1-D right operand as a column (k, 1), the added axis removed from the result (NumPy rules).
+
+    A stack A (..., n, k) times a matrix B (k, m), the linear layer on a (T, N, k) input, is
+    computed on the stacked rows, A as (rows, k): one GEMM forward, one for dL/dA and one for
+    dL/dB = sum over the stack of A_i^T G_i (BC5), instead of one small product per stack entry
+    and, for dL/dB, a (stack, k, m) array of products summed afterwards.
     """
 
     @staticmethod
@@ -46,6 +57,8 @@ class MatMul(Function):
                     f"({err})"
                 ) from None
         ctx.save_for_backward(a, b)
+        if a.ndim > 2 and b.ndim == 2:
+            return (_rows(a) @ b).reshape(*a.shape[:-1], b.shape[1])  # (BC1) on the rows
         return a @ b  # (BC1)
 
     @staticmethod
@@ -61,6 +74,13 @@ class MatMul(Function):
         if a.ndim == 1:
             g2 = g2[..., None, :]
         da = db = None
+        if a.ndim > 2 and b.ndim == 2:
+            g_rows = _rows(g)                                          # (rows, m)
+            if ctx.needs_input_grad[0]:
+                da = (g_rows @ b.T).reshape(a.shape)                   # (BC2) G B^T
+            if ctx.needs_input_grad[1]:
+                db = _rows(a).T @ g_rows                               # (BC5)
+            return da, db
         if ctx.needs_input_grad[0]:
             da = sum_to_shape(g2 @ _swap(b2), a2.shape).reshape(a.shape)  # (BC2) G B^T
         if ctx.needs_input_grad[1]:

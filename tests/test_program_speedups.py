@@ -1,0 +1,59 @@
+"""The faster paths of issue 22 (benchmarks/programs.py measures them) against their
+references: bit for bit where the arithmetic is the same, to float64 rounding where the
+order of a sum changed.
+
+* ``MatMul`` of a stack (..., n, k) with a matrix (k, m): computed on the stacked rows (one
+  GEMM per product) instead of one product per stack entry; dL/dB sums in another order.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tinygrad_rnn as tr
+
+
+# ------------------------------------------------------------------------ MatMul on the rows
+@settings(max_examples=40)
+@given(lead=st.lists(st.integers(0, 4), min_size=1, max_size=3), k=st.integers(0, 6),
+       m=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_stack_times_matrix_equals_the_per_entry_formula(lead: list[int], k: int, m: int,
+                                                         seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(*lead, k))
+    b = rng.normal(size=(k, m))
+    g = rng.normal(size=(*lead, m))
+    A, B = tr.Tensor(a, requires_grad=True), tr.Tensor(b, requires_grad=True)
+    y = A @ B
+    y.backward(g)
+    # the reference: NumPy's matmul per stack entry, and dB as the sum of per-entry A_i^T G_i
+    np.testing.assert_allclose(y.data, np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(A.grad.data, np.matmul(g, b.T), rtol=1e-12, atol=1e-12)
+    db = (a[..., :, None] * g[..., None, :]).reshape(math.prod(lead), k, m).sum(axis=0)
+    np.testing.assert_allclose(B.grad.data, db, rtol=1e-12, atol=1e-12)
+    assert A.grad.shape == a.shape and B.grad.shape == b.shape
+
+
+def test_stack_times_matrix_float32_matches_float64() -> None:
+    rng = np.random.default_rng(1)
+    a, b, g = rng.normal(size=(5, 3, 7)), rng.normal(size=(7, 4)), rng.normal(size=(5, 3, 4))
+    grads = {}
+    for dtype in (np.float32, np.float64):
+        A = tr.Tensor(a.astype(dtype), requires_grad=True)
+        B = tr.Tensor(b.astype(dtype), requires_grad=True)
+        y = A @ B
+        y.backward(g.astype(dtype))
+        assert y.dtype == A.grad.dtype == B.grad.dtype == dtype
+        grads[dtype] = (y.data, A.grad.data, B.grad.data)
+    for lo, hi in zip(grads[np.float32], grads[np.float64]):
+        np.testing.assert_allclose(lo, hi, rtol=1e-5, atol=1e-5)
+
+
+def test_stack_times_matrix_gradcheck() -> None:
+    rng = np.random.default_rng(2)
+    A = tr.Tensor(rng.normal(size=(2, 3, 4)), requires_grad=True)
+    B = tr.Tensor(rng.normal(size=(4, 5)), requires_grad=True)
+    assert tr.gradcheck(lambda x, w: x @ w, (A, B))
