@@ -131,7 +131,18 @@ def _mask_dtype_error(op: str, mask: Any, x_shape: tuple) -> TypeError:
     return TypeError(f"{head}; {hint}")
 
 
-def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
+def _row_axis(x: Any, axis: int, op: str) -> int | None:
+    """``axis`` checked against x's shape; None for a 0-d x, which accepts axis 0 / -1 (a
+    one-element row) like torch and tr.sum: NumPy reduces a 0-d array over axis -1, CuPy
+    refuses to, and reducing over None is the same one element on both."""
+    if x.ndim == 0 and axis in (0, -1):
+        return None
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
+    return axis
+
+
+def _masked_shift(x: Any, axis: int | None, mask: Any, op: str = "softmax") -> tuple:
     """Return (x - m, valid) where m is the max of the valid entries along ``axis``.
 
     Masked entries of the shifted array are set to 0 (not -inf and never the input's value,
@@ -142,9 +153,6 @@ def _masked_shift(x: Any, axis: int, mask: Any, op: str = "softmax") -> tuple:
     :func:`_mask_dtype_error`.
     """
     xp = get_array_module(x)
-    # a 0-d tensor accepts axis 0 / -1 (a one-element row), like torch and tr.sum
-    if not -x.ndim <= axis < x.ndim and not (x.ndim == 0 and axis in (0, -1)):
-        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
     if mask is None:
         m = xp.max(x, axis=axis, keepdims=True) if x.size else x.sum(axis, keepdims=True)
         return x - m, None
@@ -183,6 +191,7 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
+        axis = _row_axis(x, axis, "softmax")
         shifted, valid = _masked_shift(x, axis, mask)  # x - m: (SM3), harmless by (SM2)
         e = xp.exp(shifted)
         if valid is not None:
@@ -220,6 +229,7 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
+        axis = _row_axis(x, axis, "log_softmax")
         shifted, valid = _masked_shift(x, axis, mask, "log_softmax")
         e = xp.exp(shifted)
         if valid is not None:
