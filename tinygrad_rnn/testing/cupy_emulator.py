@@ -56,7 +56,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from typing import Any
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -346,7 +346,8 @@ def _signature(spec: str) -> inspect.Signature:
     """The Python signature of a parameter list written as in CUPY_SIGNATURES."""
     P = inspect.Parameter
     tokens = [t.strip() for t in spec.split(",") if t.strip()]
-    kind = P.POSITIONAL_ONLY if "/" in tokens else P.POSITIONAL_OR_KEYWORD
+    kind: inspect._ParameterKind = (P.POSITIONAL_ONLY if "/" in tokens
+                                    else P.POSITIONAL_OR_KEYWORD)
     params = []
     for tok in tokens:
         if tok == "/":
@@ -461,11 +462,13 @@ def _put_along_axis(arr: np.ndarray, indices: Any, values: Any, axis: Any) -> No
     np.put_along_axis(arr, _wrap_along(arr, indices, axis), values, axis)
 
 
-def _put(a: np.ndarray, ind: Any, v: Any, mode: str = "wrap") -> None:
+def _put(a: np.ndarray, ind: Any, v: Any, mode: Literal["raise", "wrap", "clip"] = "wrap"
+         ) -> None:
     np.put(a, ind, v, mode=mode)  # CuPy's default mode is 'wrap', NumPy's 'raise'
 
 
-def _put_method(a: np.ndarray, indices: Any, values: Any, mode: str = "wrap") -> None:
+def _put_method(a: np.ndarray, indices: Any, values: Any,
+                mode: Literal["raise", "wrap", "clip"] = "wrap") -> None:
     np.put(a, indices, values, mode=mode)  # ndarray.put: the same, with the method's names
 
 
@@ -473,7 +476,7 @@ def _put_method(a: np.ndarray, indices: Any, values: Any, mode: str = "wrap") ->
 # a method's replacement takes the array first).
 _CUPY_RULES = {"take": _take, "take_along_axis": _take_along_axis,
                "put_along_axis": _put_along_axis, "put": _put}
-_CUPY_METHOD_RULES = {"take": _take, "put": _put_method}
+_CUPY_METHOD_RULES: dict[str, Callable[..., Any]] = {"take": _take, "put": _put_method}
 
 
 def _call(fn: Any, name: str, args: tuple, kwargs: dict) -> Any:
@@ -680,7 +683,8 @@ def result_type(*arrays_and_dtypes: Any) -> np.dtype:
                             for a in arrays_and_dtypes))
 
 
-def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+def can_cast(from_: Any, to: Any,
+             casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "safe") -> bool:
     """NumPy's ``can_cast``, with a stand-in array counting as its dtype (as in CuPy)."""
     return np.can_cast(from_.dtype if type(from_) is StandInArray else from_, to,
                        casting=casting)

@@ -502,7 +502,7 @@ def _valid(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return np.broadcast_to(mask, x.shape)
 
 
-def _ref_softmax(x: np.ndarray, axis: int, mask: np.ndarray | None) -> np.ndarray:
+def _ref_softmax(x: np.ndarray, axis: int | None, mask: np.ndarray | None) -> np.ndarray:
     # inputs are bounded, so the plain (unshifted) formula is exact enough and independent
     # of the op's max-shifted form; a fully masked row is all zeros (documented)
     axis = axis if x.ndim else None
@@ -605,7 +605,8 @@ def _ref_mean(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
 
 
 def _ref_reduce(name: str) -> Callable:
-    fn = {"sum": np.sum, "max": np.max, "min": np.min}[name]
+    reducers: dict[str, Callable[..., Any]] = {"sum": np.sum, "max": np.max, "min": np.min}
+    fn = reducers[name]
 
     def ref(x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
         return fn(x, axis=_norm_axes(axis, x.ndim), keepdims=keepdims)

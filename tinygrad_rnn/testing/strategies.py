@@ -77,7 +77,7 @@ def _representable(value: float, dtype: np.dtype, inward: float) -> float:
 
 
 def _float_range(dtype: np.dtype, lo: float, hi: float) -> SearchStrategy:
-    width = dtype.itemsize * 8
+    width: Any = dtype.itemsize * 8  # 16, 32 or 64: st.floats takes these literals
     lo_r = _representable(lo, dtype, +1)
     hi_r = _representable(hi, dtype, -1)
     return st.floats(min_value=lo_r, max_value=hi_r, width=width, allow_nan=False,
@@ -522,7 +522,7 @@ def token_ids(vocab_size: int, shape: _Shape = None, *, min_dims: int = 1, max_d
                          f"{info.max} is a valid id, so there is no invalid id to draw; use "
                          f"a wider dtype")
     invalid = st.one_of(*(st.integers(lo, hi) for lo, hi in ranges)) if ranges else None
-    elements = st.one_of(valid, invalid) if allow_invalid else valid
+    elements = st.one_of(valid, invalid) if allow_invalid and invalid is not None else valid
     shapes = _shape_strategy(shape, min_dims, max_dims, max(min_side, int(require_invalid)),
                              max_side)
     base = hnp.arrays(dt, shapes, elements=elements)
