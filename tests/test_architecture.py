@@ -91,8 +91,13 @@ def imports_of(path: Path, root: Path, modules: set[str]) -> list[Import]:
     source = module_name(path, root)
     is_package = path.name == "__init__.py"
     rel = str(path.relative_to(root))
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+    for_checker = {id(n) for block in ast.walk(tree) if _is_type_checking(block)
+                   for stmt in block.body for n in ast.walk(stmt)}
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
+    for node in ast.walk(tree):
+        if id(node) in for_checker:
+            continue  # under `if TYPE_CHECKING:`: read by type checkers, never run
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "tinygrad_rnn":
@@ -112,6 +117,15 @@ def imports_of(path: Path, root: Path, modules: set[str]) -> list[Import]:
             for target in sorted(targets):
                 found.append(Import(rel, node.lineno, source, _known(target, modules), names))
     return [imp for imp in found if imp.target != imp.source]
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    """An ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) block."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _known(name: str, modules: set[str]) -> str:
@@ -190,8 +204,8 @@ def test_known_exceptions_are_still_needed() -> None:
 
 def test_the_checker_reports_file_line_and_layers(tmp_path: Path) -> None:
     """A small package written to break each rule once: a module-level import of a higher
-    layer, one deferred into a function, one of the test code; the package's own layers
-    and an allowed downward import pass."""
+    layer, one deferred into a function, one of the test code; the package's own layers, an
+    allowed downward import and an import for type checkers only pass."""
     pkg = tmp_path / "tinygrad_rnn"
     (pkg / "ops").mkdir(parents=True)
     (pkg / "testing").mkdir()
@@ -207,7 +221,10 @@ def test_the_checker_reports_file_line_and_layers(tmp_path: Path) -> None:
         "    import tinygrad_rnn.nn.x\n"      # line 5: absolute, cut back to tinygrad_rnn.nn
     )
     (pkg / "cli.py").write_text("from .testing import fake\nfrom . import __version__\n")
-    table = {"backend": 1, "ops": 2, "nn": 6, "cli": 11, "": 11, "testing": TESTING}
+    (pkg / "backend_types.py").write_text(  # annotations only: never imported at run time
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .nn import Module\n")
+    table = {"backend": 1, "backend_types": 1, "ops": 2, "nn": 6, "cli": 11, "": 11,
+             "testing": TESTING}
     problems = violations(package_imports(tmp_path), table)
     assert problems == [
         "tinygrad_rnn/ops/base.py:2 imports tinygrad_rnn.nn (layer 6) from tinygrad_rnn.ops.base "
