@@ -430,6 +430,8 @@ class MultiheadAttention(Module):
         self.out_proj = Linear(e, e, bias=bias, dtype=dt, generator=rng)
         if bias:
             init.zeros_(self.out_proj.bias)
+        self.bias_k: Parameter | None
+        self.bias_v: Parameter | None
         if add_bias_kv:
             self.bias_k = Parameter(np.zeros((1, 1, e), dtype=dt))
             self.bias_v = Parameter(np.zeros((1, 1, e), dtype=dt))
@@ -502,7 +504,7 @@ class MultiheadAttention(Module):
         key = masks.zero_padding(key, key_padding_mask)
         value = masks.zero_padding(value, key_padding_mask)
         q, k, v = self._projections(query, key, value)                  # (N, *, E)
-        if self.bias_k is not None:
+        if self.bias_k is not None and self.bias_v is not None:  # add_bias_kv: both or none
             k = cat([k, self.bias_k.broadcast_to((n, 1, self.embed_dim))], axis=1)
             v = cat([v, self.bias_v.broadcast_to((n, 1, self.embed_dim))], axis=1)
         q, k, v = self._heads(q), self._heads(k), self._heads(v)       # (N, h, *, d)

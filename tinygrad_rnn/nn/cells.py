@@ -159,6 +159,9 @@ class _CellBase(Module):
         G = self.gates
         self.weight_ih = _uniform((G * hidden_size, input_size), k, rng, dtype)
         self.weight_hh = _uniform((G * hidden_size, hidden_size), k, rng, dtype)
+        self.bias_ih: Parameter | None
+        self.bias_hh: Parameter | None
+        self.weight_ch: Parameter | None
         if bias:
             self.bias_ih = _uniform((G * hidden_size,), k, rng, dtype)
             self.bias_hh = _uniform((G * hidden_size,), k, rng, dtype)
@@ -278,6 +281,7 @@ class LSTMCell(_CellBase):
         if not peephole:
             self.weight_ch = None
         if forget_bias and bias:
+            assert self.bias_ih is not None and self.bias_hh is not None  # bias=True made them
             _set_forget_bias(self.bias_ih, self.bias_hh, hidden_size, forget_bias, coupled)
         place(self, device)
 

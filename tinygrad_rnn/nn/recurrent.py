@@ -107,6 +107,8 @@ class FusedRecurrent(Function):
                 key: tuple) -> tuple:
         a = dict(zip(names, arrays))
         common = dict(lengths=lengths, reverse=reverse)
+        cache: Any  # the kernel's named cache: LSTM's, GRU's or the Elman RNN's
+        outs: tuple
         if mode == "LSTM":
             hs, h_n, c_n, cache = bptt.lstm_forward(
                 a["x"], a["h0"], a["c0"], a["weight_ih"], a["weight_hh"], a.get("bias_ih"),
@@ -132,6 +134,7 @@ class FusedRecurrent(Function):
         need_dx = ctx.needs_input_grad[0]  # skip the dx GEMM for data that needs no gradient
         # the (T, N, H) per-step state gradients only when a recorder asks for them
         keep = dict(input_grad=need_dx, state_grads=ctx.recorder is not None)
+        grads: Any  # LSTMGrads, GRUGrads or RNNGrads
         if ctx.mode == "LSTM":
             dhs, dh_n, dc_n = grad_outs
             grads = bptt.lstm_backward(dhs, dh_n, dc_n, ctx.cache, **keep)
@@ -186,8 +189,9 @@ class RNNBase(Module):
             layer_in = input_size if layer == 0 else hidden_size * dirs
             for direction in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if direction else "")
-                shapes = [("weight_ih", (gates * hidden_size, layer_in)),
-                          ("weight_hh", (gates * hidden_size, hidden_size))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [
+                    ("weight_ih", (gates * hidden_size, layer_in)),
+                    ("weight_hh", (gates * hidden_size, hidden_size))]
                 if bias:
                     shapes += [("bias_ih", (gates * hidden_size,)),
                                ("bias_hh", (gates * hidden_size,))]
@@ -379,6 +383,7 @@ class RNNBase(Module):
             with record_scope(f"t = {t}"):  # tr.viz.graph draws one cluster per step
                 xw_t = xw_steps[t].reshape(N, xw.shape[2])
                 if self.mode == "LSTM":
+                    assert c is not None  # an LSTM carries its cell state
                     h_new, c_new = lstm_step(xw_t, h, c, w_hh, b_hh, params.get("weight_ch"),
                                              self.coupled)
                 elif self.mode == "GRU":
@@ -398,6 +403,7 @@ class RNNBase(Module):
                     if c is not None and valid is None:
                         c.register_hook(recorder.hook(key, "c", t, (T, N, H), c.dtype))
                     elif c is not None:
+                        assert c_new is not None  # an LSTM step
                         # h_t is computed from c_new, not from the masked c, so the total
                         # dL/dc_t of a valid row reaches c_new; a padded row's only reaches c
                         c_new.register_hook(recorder.hook(key, "c", t, (T, N, H), c.dtype,
