@@ -4,6 +4,8 @@ order of a sum changed.
 
 * ``MatMul`` of a stack (..., n, k) with a matrix (k, m): computed on the stacked rows (one
   GEMM per product) instead of one product per stack entry; dL/dB sums in another order.
+* ``Embedding`` backward: rank-by-rank fancy-indexed adds and add.at only for the rest,
+  instead of add.at for every row: the same sums in the same order (bit for bit).
 """
 from __future__ import annotations
 
@@ -57,3 +59,47 @@ def test_stack_times_matrix_gradcheck() -> None:
     A = tr.Tensor(rng.normal(size=(2, 3, 4)), requires_grad=True)
     B = tr.Tensor(rng.normal(size=(4, 5)), requires_grad=True)
     assert tr.gradcheck(lambda x, w: x @ w, (A, B))
+
+
+# ------------------------------------------------------------------------ Embedding backward
+def _add_at_reference(ids: np.ndarray, g: np.ndarray, rows: int) -> np.ndarray:
+    """The scatter-add as np.add.at writes it: the previous Embedding.backward."""
+    dw = np.zeros((rows, g.shape[-1]), dtype=g.dtype)
+    np.add.at(dw, ids.reshape(-1), g.reshape(ids.size, g.shape[-1]))
+    return dw
+
+
+@settings(max_examples=80)
+@given(shape=st.lists(st.integers(0, 7), min_size=1, max_size=3), vocab=st.integers(1, 9),
+       width=st.integers(0, 5), dtype=st.sampled_from([np.float32, np.float64]),
+       padding=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_embedding_backward_gives_add_at_bits(shape: list[int], vocab: int, width: int,
+                                              dtype: type, padding: bool, seed: int) -> None:
+    """Few ids and up to 343 positions: ids repeat far beyond SCATTER_RANKS, so both the
+    rank-by-rank adds and the add.at of the rest run."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, vocab, size=shape)
+    g = rng.normal(size=(*shape, width)).astype(dtype)
+    g[rng.random(g.shape) < 0.1] = -0.0               # signed zeros come out as add.at's
+    weight = tr.Tensor(rng.normal(size=(vocab, width)).astype(dtype), requires_grad=True)
+    padding_idx = int(rng.integers(0, vocab)) if padding else None
+    tr.nn.functional.embedding(ids, weight, padding_idx=padding_idx).backward(g)
+    expected = _add_at_reference(ids, g, vocab)
+    if padding_idx is not None:
+        expected[padding_idx] = 0
+    assert weight.grad.dtype == dtype
+    assert weight.grad.numpy().tobytes() == expected.tobytes()
+
+
+def test_scatter_add_rows_ranks_and_rest() -> None:
+    """One id 10 times, one 4 times, one once, interleaved: add.at's bits, and the split
+    between ranks and rest is where SCATTER_RANKS says."""
+    from tinygrad_rnn.ops.selection import SCATTER_RANKS, _scatter_add_rows
+
+    ids = np.array([2, 0, 2, 2, 5, 2, 0, 2, 2, 0, 2, 2, 0, 2, 2])
+    rows = np.random.default_rng(3).normal(size=(ids.size, 4)) * 10.0 ** np.arange(ids.size)[
+        :, None] % 7.0                                  # magnitudes that make order matter
+    dw = np.zeros((6, 4))
+    _scatter_add_rows(np, dw, ids, rows)
+    assert dw.tobytes() == _add_at_reference(ids, rows, 6).tobytes()
+    assert SCATTER_RANKS < 10                          # id 2 reaches the add.at part
