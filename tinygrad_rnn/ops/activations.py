@@ -191,7 +191,7 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
-        axis = _row_axis(x, axis, "softmax")
+        axis = _row_axis(x, axis, "softmax")  # type: ignore[assignment]  # None if 0-d
         shifted, valid = _masked_shift(x, axis, mask)  # x - m: (SM3), harmless by (SM2)
         e = xp.exp(shifted)
         if valid is not None:
@@ -229,7 +229,7 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx: Context, x: Any, axis: int = -1, mask: Any = None) -> Any:
         xp = get_array_module(x)
-        axis = _row_axis(x, axis, "log_softmax")
+        axis = _row_axis(x, axis, "log_softmax")  # type: ignore[assignment]  # None if 0-d
         shifted, valid = _masked_shift(x, axis, mask, "log_softmax")
         e = xp.exp(shifted)
         if valid is not None:

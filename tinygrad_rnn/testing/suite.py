@@ -134,6 +134,7 @@ def _rnn_cell(nonlinearity: str) -> Callable:
     def sample(rng: np.random.Generator) -> Problem:
         n, d, h = 2, int(rng.integers(1, 4)), int(rng.integers(1, 4))
         cell = RNNCell(d, h, nonlinearity=nonlinearity, dtype=np.float64, generator=rng)
+        assert cell.bias_ih is not None and cell.bias_hh is not None  # bias=True
         for _ in range(100):  # relu: keep every pre-activation GAP away from the kink
             x, h0 = _reals(rng, (n, d), -1.0, 1.0), _reals(rng, (n, h), -1.0, 1.0)
             pre = (x @ cell.weight_ih._data.T + cell.bias_ih._data + h0 @ cell.weight_hh._data.T
