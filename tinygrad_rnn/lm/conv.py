@@ -126,7 +126,7 @@ class ConvLM(Module):
                              "use ids[None] for one sequence")
         check_ids("ConvLM", "ids", ids, self.vocab_size)
         h = self.embedding(ids).transpose(0, 2, 1)                      # (TC1) (N, C, T)
-        for conv1, conv2 in self.blocks:
+        for conv1, conv2 in self.blocks:  # type: ignore[attr-defined]  # ModuleLists of two
             h = h + conv2(self.drop(F.relu(conv1(h))))                  # (TC2)
         return self.decoder(self.drop(h.transpose(0, 2, 1)))            # (TC3) (N, T, V)
 

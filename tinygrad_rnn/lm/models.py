@@ -545,6 +545,7 @@ class FeedForwardLM(Module):
         self.hidden = Linear(n1 * m, h, dtype=dtype, generator=rng)
         self.output = Linear(h, V, dtype=dtype, generator=rng)
         init.zeros_(self.output.bias)
+        self.direct: Linear | None
         if direct:
             self.direct = Linear(n1 * m, V, bias=False, dtype=dtype, generator=rng)
         else:

@@ -164,6 +164,7 @@ class TransformerLM(Module):
         self.vocab_size, self.d_model, self.num_layers = V, d, L
         self.embedding = Embedding(V, d, dtype=dtype, generator=rng)
         init.uniform_(self.embedding.weight, -init_range, init_range, generator=rng)
+        self.positional: LearnedPositionalEncoding | SinusoidalPositionalEncoding
         if positional == "learned":
             self.positional = LearnedPositionalEncoding(d, self.max_len, dtype=dtype,
                                                         generator=rng)

@@ -340,6 +340,7 @@ class SequenceTagger(Module):
                              f"ids, got {y.shape}")
         if lengths is not None:
             lens = _lengths(lengths, N, T, "SequenceTagger")
+            assert lens is not None  # lengths were given
             past_end = np.arange(T)[None, :] >= lens[:, None]   # (N, T)
             if isinstance(y, Tensor):
                 y = y.masked_fill(past_end, ignore_index)
@@ -356,6 +357,7 @@ class SequenceTagger(Module):
         if lengths is not None:
             N, T = pred.shape
             lens = _lengths(lengths, N, T, "SequenceTagger")
+            assert lens is not None  # lengths were given
             pred[np.arange(T)[None, :] >= lens[:, None]] = IGNORE_INDEX
         return pred
 

@@ -453,7 +453,8 @@ class Seq2Seq(Module):
             raise ValueError(f"Seq2Seq: tgt_in has {N} rows but src has "
                              f"{memory.padding.shape[0]}")
         rng = get_generator(generator) if teacher_forcing_ratio < 1.0 else None
-        logits_t, weights_t = [], []
+        logits_t: list[Tensor] = []
+        weights_t: list[Any] = []
         prev = tgt[:, 0]
         for t in range(T):
             if t > 0:

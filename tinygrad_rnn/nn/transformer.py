@@ -712,10 +712,10 @@ class Transformer(Module):
         eps = _eps(who, layer_norm_eps)
         dt = float_dtype(dtype, who)
         rng = check_generator(generator, who)
-        layer_args = dict(dim_feedforward=dim_feedforward, dropout=dropout,
-                          activation=activation, layer_norm_eps=eps, batch_first=batch_first,
-                          norm_first=norm_first, bias=bias, dtype=dt,
-                          generator=None if generator is None else rng)
+        layer_args: dict[str, Any] = dict(
+            dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
+            layer_norm_eps=eps, batch_first=batch_first, norm_first=norm_first, bias=bias,
+            dtype=dt, generator=None if generator is None else rng)
         for name, custom in (("custom_encoder", custom_encoder),
                              ("custom_decoder", custom_decoder)):
             if custom is not None and not isinstance(custom, Module):
@@ -730,8 +730,8 @@ class Transformer(Module):
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, **layer_args)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+            decoder_layer = TransformerDecoderLayer(d_model, nhead, **layer_args)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers,
                                               LayerNorm(d_model, eps=eps, bias=bias, dtype=dt))
         for p in self.parameters():
             if p.ndim > 1:
