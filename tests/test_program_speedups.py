@@ -103,3 +103,55 @@ def test_scatter_add_rows_ranks_and_rest() -> None:
     _scatter_add_rows(np, dw, ids, rows)
     assert dw.tobytes() == _add_at_reference(ids, rows, 6).tobytes()
     assert SCATTER_RANKS < 10                          # id 2 reaches the add.at part
+
+
+# ------------------------------------------------------------------------ plain cross entropy
+def _plain_cross_entropy_reference(x: np.ndarray, y: np.ndarray, reduction: str,
+                                   grad_out: np.ndarray) -> tuple:
+    """The loss and dL/dx as PlainCrossEntropy computed them before issue 22: the full
+    log-softmax array, and (p - onehot(y)) s with a one-hot array (2-D x: rows, classes)."""
+    from tinygrad_rnn.ops.losses import _log_softmax_last
+
+    logp, p = _log_softmax_last(x)
+    nll = -np.take_along_axis(logp, y[:, None], axis=-1)[:, 0]
+    rows = np.asarray(y.size, dtype=x.dtype)
+    loss = {"none": nll, "sum": nll.sum(), "mean": nll.sum() / rows}[reduction]
+    s = grad_out / rows if reduction == "mean" else grad_out
+    s = np.broadcast_to(s, y.shape)[:, None]
+    e_y = np.arange(p.shape[-1]) == y[:, None]
+    return loss, p * s - np.where(e_y, s, np.zeros((), dtype=p.dtype))
+
+
+@settings(max_examples=60)
+@given(rows=st.integers(1, 9), classes=st.integers(1, 12),
+       reduction=st.sampled_from(["mean", "sum", "none"]),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**32 - 1))
+def test_plain_cross_entropy_gives_the_previous_bits(rows: int, classes: int, reduction: str,
+                                                      dtype: type, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = (rng.normal(size=(rows, classes)) * 3).astype(dtype)
+    y = rng.integers(0, classes, size=rows)
+    grad_out = (rng.normal(size=rows) if reduction == "none" else rng.normal(size=())).astype(
+        dtype)
+    X = tr.Tensor(x, requires_grad=True)
+    loss = tr.nn.functional.cross_entropy(X, tr.tensor(y), reduction=reduction)
+    loss.backward(tr.tensor(grad_out))
+    ref_loss, ref_grad = _plain_cross_entropy_reference(x, y, reduction, grad_out)
+    assert loss.dtype == X.grad.dtype == dtype
+    assert loss.numpy().tobytes() == np.asarray(ref_loss, dtype=dtype).tobytes()
+    assert X.grad.numpy().tobytes() == ref_grad.tobytes()
+
+
+def test_plain_cross_entropy_with_extra_axes_matches_the_two_dimensional_case() -> None:
+    """(N, C, d) input: the classes axis moves last and back; the same numbers as the rows
+    taken one by one in 2-D."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 5, 4))
+    y = rng.integers(0, 5, size=(3, 4))
+    X = tr.Tensor(x, requires_grad=True)
+    tr.nn.functional.cross_entropy(X, tr.tensor(y), reduction="sum").backward()
+    x2 = np.moveaxis(x, 1, -1).reshape(12, 5)
+    X2 = tr.Tensor(x2, requires_grad=True)
+    tr.nn.functional.cross_entropy(X2, tr.tensor(y.reshape(12)), reduction="sum").backward()
+    np.testing.assert_array_equal(np.moveaxis(X.grad.numpy(), 1, -1).reshape(12, 5),
+                                  X2.grad.numpy())

@@ -300,9 +300,18 @@ class PlainCrossEntropy(Function):
         # id outside [0, C), as on the general path
         _check_reduction("cross_entropy", reduction)
         tg = ClassIdTargets("cross_entropy", x, target, None, ignore_index)
+        xp = get_array_module(x)
         y = tg.safe                                                  # (...,) class ids
-        logp, p = _log_softmax_last(tg.z)                            # (..., C) (SM6), (SM3)
-        nll = -get_array_module(x).take_along_axis(logp, y[..., None], axis=-1)[..., 0]  # (SM9)
+        z = tg.z                                                     # (..., C)
+        # _log_softmax_last's arithmetic, with log p formed only at the targets and
+        # exp and the division done in place: two passes over (..., C) fewer, same bits
+        m = xp.max(z, axis=-1, keepdims=True) if z.shape[-1] else xp.zeros_like(z[..., :1])
+        shifted = z - m                                              # (..., C)
+        shifted_y = xp.take_along_axis(shifted, y[..., None], axis=-1)  # (..., 1)
+        p = xp.exp(shifted, out=shifted)                             # exp(z - m), in place
+        s = xp.sum(p, axis=-1, keepdims=True)                        # (..., 1)
+        p /= s                                                       # (SM3) softmax
+        nll = -(shifted_y - xp.log(s))[..., 0]                       # (SM9) by (SM6)
         ctx.save_for_backward(p, y)
         ctx.x_shape, ctx.reduction = x.shape, reduction
         ctx.rows = tg.w_y.sum()  # N, as a number of x's dtype (the general op's W with w = 1)
@@ -318,8 +327,11 @@ class PlainCrossEntropy(Function):
         xp = get_array_module(p)
         s = _divide(grad_out, ctx.rows) if ctx.reduction == "mean" else grad_out  # dL/dloss_n
         s = xp.broadcast_to(s, y.shape)[..., None]                   # (..., 1)
-        e_y = xp.arange(p.shape[-1]) == y[..., None]                 # (..., C) onehot(y)
-        dz = p * s - xp.where(e_y, s, xp.zeros((), dtype=p.dtype))  # (SM10) (p - e_y) s
+        # (SM10) (p - e_y) s: p s everywhere, then p_y s - s at the targets (the bits of
+        # p s - onehot(y) s, without a (..., C) one-hot array)
+        dz = p * s                                                   # (..., C)
+        dz_y = xp.take_along_axis(dz, y[..., None], axis=-1)         # (..., 1)
+        xp.put_along_axis(dz, y[..., None], dz_y - s, axis=-1)
         return _class_first(ctx.x_shape, dz)
 
 
