@@ -64,6 +64,7 @@ KEYS = 10  # recall_first's vocabulary: 5 keys, 5 distractor ids
 def build(kind: str, V: int, max_len: int, seed: int, device: str) -> tr.nn.Module:
     """One of the four models, sized so their parameter counts are close (about 30k at
     V = 32); ``max_len`` is the Transformer's context."""
+    model: tr.nn.Module
     if kind == "Elman":
         model = RNNLM(V, 32, 144, cell="rnn", generator=seed)
     elif kind == "LSTM":
@@ -99,7 +100,7 @@ def part1_training_time(args: argparse.Namespace, rng: np.random.Generator) -> d
     """Microseconds per token of one forward + backward pass, per model and T."""
     V, N = 32, args.batch
     models = {k: build(k, V, max(args.train_lengths), args.seed, args.device) for k in KINDS}
-    table = {k: [] for k in KINDS}
+    table: dict[str, list] = {k: [] for k in KINDS}
     for T in args.train_lengths:
         ids = rng.integers(0, V, size=(N, T + 1))
         x, y = ids[:, :-1], ids[:, 1:]
@@ -198,6 +199,7 @@ def gradient_path(model: tr.nn.Module, x: np.ndarray, y: np.ndarray) -> np.ndarr
         F.cross_entropy(logits[:, -1], y).backward()
     finally:
         handle.remove()
+    assert kept[0].grad is not None  # the retained gradient of the embedded input
     grad = kept[0].grad.numpy().astype(np.float64)                     # (N, T, D)
     model.zero_grad()
     norms = np.sqrt((grad ** 2).sum(axis=-1)).mean(axis=0)             # (T,)
@@ -228,7 +230,7 @@ def train_recall(kind: str, T: int, args: argparse.Namespace, seed: int) -> tupl
 def parts3_4(args: argparse.Namespace) -> dict:
     """Accuracy on recall_first per model and T; gradient paths at the longest T at
     initialisation and after training."""
-    accuracy = {k: [] for k in KINDS}
+    accuracy: dict[str, list] = {k: [] for k in KINDS}
     paths = {}
     T_long = args.task_lengths[-1]
     probe_x, probe_y = recall_first(64, T_long - 1, KEYS, generator=args.seed + 7)
