@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -155,3 +156,50 @@ def test_plain_cross_entropy_with_extra_axes_matches_the_two_dimensional_case() 
     tr.nn.functional.cross_entropy(X2, tr.tensor(y.reshape(12)), reduction="sum").backward()
     np.testing.assert_array_equal(np.moveaxis(X.grad.numpy(), 1, -1).reshape(12, 5),
                                   X2.grad.numpy())
+
+
+# ------------------------------------------------------------------------ gradient norm
+@settings(max_examples=40)
+@given(sizes=st.lists(st.integers(1, 50), min_size=1, max_size=4),
+       scale=st.sampled_from([1e-30, 1e-3, 1.0, 1e3, 1e30]), seed=st.integers(0, 2**32 - 1))
+def test_float32_two_norm_equals_the_rescaled_float64_norm(sizes: list[int], scale: float,
+                                                           seed: int) -> None:
+    """The one-pass 2-norm of float32 gradients against the rescaled float64 path (which
+    float64 arrays still take), over magnitudes from 1e-30 to 1e30."""
+    from tinygrad_rnn.nn.utils import _total_norm_float64
+
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.normal(size=n) * scale).astype(np.float32) for n in sizes]
+    fast = _total_norm_float64(arrays, 2.0, np)
+    reference = _total_norm_float64([a.astype(np.float64) for a in arrays], 2.0, np)
+    assert fast.dtype == np.float64 and fast.shape == ()
+    np.testing.assert_allclose(fast, reference, rtol=1e-14, atol=0)
+
+
+def test_float32_two_norm_inf_nan_and_zeros() -> None:
+    from tinygrad_rnn.nn.utils import _total_norm_float64
+
+    ones = np.ones(3, np.float32)
+    assert _total_norm_float64([ones, np.zeros(4, np.float32)], 2.0, np) == np.sqrt(3.0)
+    assert _total_norm_float64([np.zeros(2, np.float32)], 2.0, np) == 0.0
+    assert _total_norm_float64([ones, np.array([-np.inf], np.float32)], 2.0, np) == np.inf
+    assert np.isnan(_total_norm_float64([np.array([np.inf, np.nan], np.float32)], 2.0, np))
+    big = np.full(4, 3e38, np.float32)          # squares overflow float32, not float64
+    np.testing.assert_allclose(_total_norm_float64([big], 2.0, np), 6e38, rtol=1e-7)
+
+
+def test_clip_grad_norm_float32_matches_float64_clipping() -> None:
+    rng = np.random.default_rng(5)
+    grads = [rng.normal(size=s) * 10 for s in ((30, 4), (7,), (3, 3))]
+    out = {}
+    for dtype in (np.float32, np.float64):
+        params = [tr.Tensor(np.zeros(g.shape, dtype), requires_grad=True) for g in grads]
+        for p, g in zip(params, grads):
+            p.grad = tr.tensor(g.astype(dtype))
+        norm = tr.nn.utils.clip_grad_norm_(params, 1.0)
+        out[dtype] = (norm.item(), [p.grad.numpy() for p in params])
+    assert out[np.float32][0] == pytest.approx(out[np.float64][0], rel=1e-6)
+    for lo, hi in zip(out[np.float32][1], out[np.float64][1]):
+        np.testing.assert_allclose(lo, hi, rtol=1e-6, atol=1e-7)
+    total = np.sqrt(sum(np.sum(h ** 2) for h in out[np.float64][1]))
+    assert total == pytest.approx(1.0, rel=1e-5)
