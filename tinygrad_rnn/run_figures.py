@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from . import viz
-from .runs import _run_path, find_runs, read_metrics, read_state_norms
+from .runs import run_path, find_runs, read_metrics, read_state_norms
 
 __all__ = ["plot_run"]
 
@@ -23,7 +23,7 @@ def plot_run(path: str | os.PathLike, out: str | os.PathLike | None = None) -> l
     ``heatmap_<run>.png`` (||dL/dh_t|| over training, :func:`tinygrad_rnn.viz.
     plot_state_grad_heatmap`). ``path`` may be a run folder or a folder of run folders;
     ``out`` defaults to ``path/figures``. Returns the files written."""
-    folder = _run_path(path, "plot_run")
+    folder = run_path(path, "plot_run")
     runs = find_runs(folder)
     if not runs:
         raise FileNotFoundError(f"plot_run: no metrics.csv in {folder} or its subfolders; "
@@ -33,7 +33,7 @@ def plot_run(path: str | os.PathLike, out: str | os.PathLike | None = None) -> l
 
     out = Path(out) if out is not None else folder / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    plt = viz._pyplot()
+    plt = viz.pyplot()
     names = {run: (run.name if run != folder else folder.name) for run in runs}
     metrics = {run: read_metrics(run) for run in runs}
     written = []

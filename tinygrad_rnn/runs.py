@@ -584,7 +584,9 @@ def _tensorboard_writer(folder: Path) -> Any:
 
 
 # ----------------------------------------------------------------------------- reading
-def _run_path(path: Any, where: str) -> Path:
+def run_path(path: Any, where: str) -> Path:
+    """``path`` as an existing run folder; a TypeError or FileNotFoundError naming ``where``
+    (the calling function) otherwise."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{where}: path must be a run folder path, got {type(path).__name__}")
     folder = Path(path)
@@ -595,7 +597,7 @@ def _run_path(path: Any, where: str) -> Path:
 
 def read_manifest(path: str | os.PathLike) -> dict:
     """The manifest of the run folder ``path`` as a dict."""
-    file = _run_path(path, "read_manifest") / MANIFEST
+    file = run_path(path, "read_manifest") / MANIFEST
     if not file.is_file():
         raise FileNotFoundError(f"read_manifest: {file} is missing; {file.parent} is not a "
                                 f"run folder (tr.runs.RunWriter writes one)")
@@ -610,7 +612,7 @@ def read_metrics(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """metrics.csv of the run folder ``path`` as one float64 array per column ('step' as
     int64); an empty cell is NaN. Every line must parse: a malformed one is a ValueError
     naming the file and line (a killed run leaves only whole rows, so nothing is skipped)."""
-    file = _run_path(path, "read_metrics") / METRICS
+    file = run_path(path, "read_metrics") / METRICS
     if not file.is_file():
         raise FileNotFoundError(f"read_metrics: {file} is missing; {file.parent} holds no "
                                 f"metrics (was the run given run_dir=?)")
@@ -644,7 +646,7 @@ def read_state_norms(path: str | os.PathLike) -> dict[tuple, tuple[np.ndarray, n
     """state_norms.csv of the run folder ``path``: (module, layer, direction, kind) ->
     (steps (k,), norms (k, T)) with rows padded by NaN to the longest; {} when the run had
     no monitor."""
-    file = _run_path(path, "read_state_norms") / STATE_NORMS
+    file = run_path(path, "read_state_norms") / STATE_NORMS
     if not file.is_file():
         return {}
     lines = file.read_text(encoding="utf-8").split("\n")
@@ -677,7 +679,7 @@ def read_state_norms(path: str | os.PathLike) -> dict[tuple, tuple[np.ndarray, n
 def find_runs(path: str | os.PathLike) -> list[Path]:
     """The run folders at ``path``: itself when it holds metrics.csv, then its direct
     subfolders that do (a demo's run folder holds one per trained model), sorted."""
-    folder = _run_path(path, "find_runs")
+    folder = run_path(path, "find_runs")
     found = [folder] if (folder / METRICS).is_file() else []
     found += sorted(p for p in folder.iterdir() if p.is_dir() and (p / METRICS).is_file())
     return found

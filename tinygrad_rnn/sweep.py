@@ -550,7 +550,7 @@ def run_sweep(config: str | os.PathLike | Mapping | SweepConfig, out: str | os.P
     :func:`tinygrad_rnn.training.progress_enabled` when None. ``echo`` prints what happens
     and the summary table. Returns a :class:`SweepReport`; points that failed twice are in
     ``report.failed`` (not raised)."""
-    from .training import _progress
+    from .training import progress_bar
 
     start = time.perf_counter()
     cfg = config if isinstance(config, SweepConfig) else load_config(config)
@@ -598,7 +598,7 @@ def run_sweep(config: str | os.PathLike | Mapping | SweepConfig, out: str | os.P
         else:
             executor = _Pool(min(workers, len(todo)))
         try:
-            with _progress(len(todo), f"sweep {cfg.experiment.name}", progress) as bar:
+            with progress_bar(len(todo), f"sweep {cfg.experiment.name}", progress) as bar:
                 batch = todo
                 for attempt in (1, 2):  # the first try, then one retry of the failures
                     if attempt == 2 and isinstance(executor, _Pool):
@@ -749,7 +749,7 @@ def plot_summary(cfg: SweepConfig, rows: list[dict], path: str | os.PathLike) ->
         others = sorted((kv for kv in d.items() if kv[0] != x), key=lambda kv: kv[0] != line)
         name = ", ".join(f"{k}={v}" for k, v in others) or metric  # the line's value first
         series.setdefault(name, {}).setdefault(float(d[x]), []).extend(values)
-    plt = viz._pyplot()
+    plt = viz.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     positive = True

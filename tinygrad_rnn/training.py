@@ -240,7 +240,7 @@ def progress_enabled(no_progress: bool = False, stream: Any = None) -> bool:
         return False
 
 
-def _progress(total: int, desc: str, enabled: bool | None) -> Any:
+def progress_bar(total: int, desc: str, enabled: bool | None) -> Any:
     """A tqdm bar; ``enabled=None`` decides by :func:`progress_enabled` (the environment
     variable, then whether stderr is a terminal)."""
     from tqdm.auto import tqdm
@@ -417,7 +417,7 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
         "fit", optimizer, clip, steps=steps, val_every=val_every, patience=patience, tol=tol),
         params)
     try:
-        with _progress(steps, desc, progress) as bar:
+        with progress_bar(steps, desc, progress) as bar:
             update = _Updater(params, optimizer, clip, monitor, callback, validate,
                               val_every, stopper, bar, result, "fit", run)
             try:
@@ -479,7 +479,7 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor | np.ndarray
         windows_per_epoch=per_epoch, val_every=val_every, patience=patience, tol=tol),
         params)
     try:
-        with _progress(per_epoch * epochs, desc, progress) as bar:
+        with progress_bar(per_epoch * epochs, desc, progress) as bar:
             update = _Updater(params, optimizer, clip, monitor, callback, validate,
                               val_every, stopper, bar, result, where, run)
 

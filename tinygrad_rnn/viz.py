@@ -44,7 +44,9 @@ ZERO_COLOR = "white"        # heatmap cells that are exactly 0 (a log scale has 
 MISSING_COLOR = "0.75"      # heatmap cells that are NaN (no data, e.g. padding)
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot``, on the Agg backend when there is no display (a headless machine
+    or CI), so figures are written to files instead of failing to open a window."""
     import matplotlib
 
     if not os.environ.get("DISPLAY") and matplotlib.get_backend().lower() != "agg":
@@ -109,7 +111,7 @@ def _finish(fig: Any, path: Any) -> Any:
         try:
             save_figure(fig, path)
         except BaseException:
-            _pyplot().close(fig)
+            pyplot().close(fig)
             raise
     return fig
 
@@ -213,7 +215,7 @@ def plot_norms_vs_distance(curves: Mapping[str, Numbers], bounds: Mapping[str, A
           for name, b in _optional_mapping(bounds, where, "bounds").items()}
     if path is not None:
         _check_path(path, where)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     colors = {}
     for i, (name, y) in enumerate(ys.items()):
@@ -303,7 +305,7 @@ def plot_state_grad_heatmap(norms: Any, title: str = r"$\|\partial L/\partial h_
                          f"taken from the data)")
     if path is not None:
         _check_path(path, where)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.8))
     norm = None if low is None or high is None else LogNorm(vmin=low, vmax=high)
     ax.set_facecolor(ZERO_COLOR)  # masked cells are transparent: zeros show this colour
@@ -363,7 +365,7 @@ def plot_spectral_sweep(radii: Numbers, values: Mapping[str, Numbers],
                              f"{x.size}; give one value per radius")
     if path is not None:
         _check_path(path, where)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, (name, v) in enumerate(ys.items()):
         (ax.semilogy if logy else ax.plot)(x, v, marker=_MARKERS[i % len(_MARKERS)],
@@ -416,7 +418,7 @@ def plot_learning_curves(curves: Mapping[str, Numbers],
         hline = _real(hline, where, "hline")
     if path is not None:
         _check_path(path, where)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (name, y) in enumerate(ys.items()):
         (ax.semilogy if logy else ax.plot)(xs[name], y, label=name, lw=1.5,
@@ -471,7 +473,7 @@ def plot_train_valid_curves(curves: Mapping[str, tuple[Any, Any, Any]],
         data[name] = (x, train, valid)
     if path is not None:
         _check_path(path, where)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.8))
     draw = ax.semilogy if logy else ax.plot
     for i, (name, (x, train, valid)) in enumerate(data.items()):
@@ -549,7 +551,7 @@ def plot_attention(weights: Any, source_tokens: Sequence[str], output_tokens: Se
                              f"source tokens (valid: 0 to {t_in - 1})")
     if path is not None:
         _check_path(path, where)
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(0.45 * max(t_in, 6) + 1.5, 0.45 * max(t_out, 4) + 1.2))
     im = ax.imshow(w, cmap="Greys", vmin=0.0, vmax=max(1.0, float(w.max())), aspect="auto")
     fig.colorbar(im, ax=ax, fraction=0.046)

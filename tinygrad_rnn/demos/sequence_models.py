@@ -121,7 +121,7 @@ def part1_training_time(args: argparse.Namespace, rng: np.random.Generator) -> d
 
 
 def plot_part1(res: dict, args: argparse.Namespace) -> None:
-    plt = viz._pyplot()
+    plt = viz.pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for kind in KINDS:
         ax.loglog(res["T"], res["us_per_token"][kind], marker="o",
@@ -157,7 +157,7 @@ def part2_generation(args: argparse.Namespace, rng: np.random.Generator) -> dict
 
 
 def plot_part2(res: dict, args: argparse.Namespace) -> None:
-    plt = viz._pyplot()
+    plt = viz.pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
     for kind in KINDS:
         pos = np.arange(2, len(res[kind]["seconds"]) + 2)   # the prompt is position 0
@@ -258,7 +258,7 @@ def plot_parts3_4(res: dict, args: argparse.Namespace) -> None:
                           f"R={res['conv_receptive_field']})",
             ylabel=r"$\|\partial L / \partial x_t\|$ (input embeddings)",
             path=os.path.join(args.out, f"gradient_paths_{stage}.png"))
-    plt = viz._pyplot()
+    plt = viz.pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for i, kind in enumerate(KINDS):
         ax.plot(res["T"], res["accuracy"][kind], marker="osv^"[i], label=kind)

@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> dict:
     print(f"attention target >= {target:.2f}: {'reached' if ok else 'NOT reached'}")
 
     # ------------------------------------------------------------------ figures
-    plt = viz._pyplot()
+    plt = viz.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     mids = [(a + b) / 2 for a, b in spans]
     for name, _ in MODELS:

@@ -46,7 +46,7 @@ from . import _checks as checks
 from . import _masks as masks
 from . import init
 from ._masks import keep_mask
-from .layers import Linear, _dtype_note
+from .layers import Linear, dtype_note
 from .module import Module, Parameter
 
 __all__ = [
@@ -325,7 +325,7 @@ class Attention(Module):
         if self.score == "additive":
             s += f", hidden_size={self.hidden_size}, bias={self.query_proj.bias is not None}"
         first = next(iter(self.parameters()), None)
-        return s + ("" if first is None else _dtype_note(first.dtype))
+        return s + ("" if first is None else dtype_note(first.dtype))
 
 
 # ------------------------------------------------------------------------- multi-head
@@ -535,7 +535,7 @@ class MultiheadAttention(Module):
             s += f", kdim={self.kdim}, vdim={self.vdim}"
         if self.batch_first:
             s += ", batch_first=True"
-        return s + _dtype_note(self.out_proj.weight.dtype)
+        return s + dtype_note(self.out_proj.weight.dtype)
 
 
 class CausalSelfAttention(Module):

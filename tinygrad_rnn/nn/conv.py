@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import init
 from ._checks import check_generator, check_input_dtype, float_dtype
-from .layers import _dtype_note, as_input, place
+from .layers import dtype_note, as_input, place
 from .module import Module, Parameter
 
 __all__ = ["Conv1d", "CausalConv1d"]
@@ -159,7 +159,7 @@ class Conv1d(Module):
             s += ", bias=False"
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode!r}"
-        return s + _dtype_note(self.weight.dtype)
+        return s + dtype_note(self.weight.dtype)
 
 
 class CausalConv1d(Conv1d):
@@ -212,4 +212,4 @@ class CausalConv1d(Conv1d):
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"dilation={self.dilation}, causal_padding={self.causal_padding}"
-                + (", bias=False" if self.bias is None else "") + _dtype_note(self.weight.dtype))
+                + (", bias=False" if self.bias is None else "") + dtype_note(self.weight.dtype))

@@ -88,7 +88,7 @@ def _torch_default(owner: str, name: str, value: Any, default: Any) -> None:
                                   f"tinygrad_rnn (only the default {name}={default!r})")
 
 
-def _dtype_note(dtype: np.dtype) -> str:
+def dtype_note(dtype: np.dtype) -> str:
     """``', dtype=float64'`` for a non-default dtype, for ``extra_repr``."""
     return "" if dtype == np.dtype(DEFAULT_FLOAT) else f", dtype={dtype}"
 
@@ -155,7 +155,7 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}{_dtype_note(self.weight.dtype)}")
+                f"bias={self.bias is not None}{dtype_note(self.weight.dtype)}")
 
 
 # ------------------------------------------------------------------------- Embedding
@@ -264,7 +264,7 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        return s + _dtype_note(self.weight.dtype)
+        return s + dtype_note(self.weight.dtype)
 
 
 # ------------------------------------------------------------------------- Dropout

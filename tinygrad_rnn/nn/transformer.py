@@ -48,7 +48,7 @@ from .activation import GELU
 from ._masks import as_array
 from .attention import MultiheadAttention
 from ._checks import check_generator, check_input_dtype, float_dtype
-from .layers import Dropout, Linear, ModuleList, ReLU, _dtype_note, as_input, place
+from .layers import Dropout, Linear, ModuleList, ReLU, dtype_note, as_input, place
 from .module import Module
 from .normalization import LayerNorm
 
@@ -379,7 +379,7 @@ class TransformerEncoderLayer(_Sublayers):
         s = f"norm_first={self.norm_first}"
         if not isinstance(self.activation, Module):
             s += f", activation={getattr(self.activation, '__name__', self.activation)}"
-        return s + _dtype_note(self.linear1.weight.dtype)
+        return s + dtype_note(self.linear1.weight.dtype)
 
 
 # ------------------------------------------------------------------------- decoder layer
@@ -472,7 +472,7 @@ class TransformerDecoderLayer(_Sublayers):
         s = f"norm_first={self.norm_first}"
         if not isinstance(self.activation, Module):
             s += f", activation={getattr(self.activation, '__name__', self.activation)}"
-        return s + _dtype_note(self.linear1.weight.dtype)
+        return s + dtype_note(self.linear1.weight.dtype)
 
 
 def _pair_inputs(who: str, tgt: Any, memory: Any, attn: MultiheadAttention,
