@@ -781,3 +781,27 @@ def test_vanishing_page_numbers_its_equations_and_leaves_figures_to_the_demo() -
     src = Path(__file__).read_text(encoding="utf-8")
     for name in tested:
         assert re.search(rf"^def {name}\(", src, flags=re.M), name
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_latest_state_norms_is_the_last_recorded_row(engine: str) -> None:
+    """What a training loop logs per update: the newest step's ||dL/dh_t|| alone, equal to the
+    last row of state_norms() where every step has the same length, unpadded where the last
+    step is shorter (state_norms pads it with NaN to the longest), and the same key checks."""
+    lstm = tr.nn.LSTM(2, 3, dtype=np.float64, engine=engine)
+    monitor = mon.GradientMonitor(lstm)
+    assert monitor.latest_state_norms().shape == (0,)           # nothing recorded yet
+    rng = np.random.default_rng(0)
+    for T in (6, 6, 4):
+        out, _ = lstm(tr.Tensor(rng.normal(size=(T, 2, 2))))
+        (out ** 2).sum().backward()
+        monitor.record()
+        lstm.zero_grad()
+        for kind in ("h", "c"):
+            full = monitor.state_norms(kind=kind)
+            latest = monitor.latest_state_norms(kind=kind)
+            assert latest.shape == (T,)
+            np.testing.assert_array_equal(latest, full[-1, :T])
+            assert np.isnan(full[-1, T:]).all()
+    with pytest.raises(ValueError, match=r"latest_state_norms: .*has no layer=1"):
+        monitor.latest_state_norms(layer=1)

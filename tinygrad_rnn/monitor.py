@@ -429,6 +429,44 @@ class GradientMonitor:
         return (np.asarray(self.history["global_norm"]),
                 np.asarray(self.history["clipped_norm"]))
 
+    def _state_key(self, where: str, module: str | None, layer: Any, direction: Any,
+                   kind: str) -> tuple:
+        """The key of the recorded rows, checked (messages name ``where``)."""
+        if module is None:
+            if len(self.recurrent) != 1:
+                have = (f"recurrent modules {list(self.recurrent)}; name one"
+                        if self.recurrent else "no recurrent module (RNN, GRU or LSTM)")
+                raise ValueError(f"{where}: the model has {have}")
+            module = next(iter(self.recurrent))
+        if module not in self.recurrent:
+            raise ValueError(
+                f"{where}: no recurrent module named {module!r}; the model's are "
+                f"{list(self.recurrent)} (names as named_modules() gives them, '(model)' for "
+                f"a model that is itself a recurrent layer)"
+            )
+        for what, value in (("layer", layer), ("direction", direction)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{where}: {what} must be an integer, got "
+                                f"{type(value).__name__} {value!r}")
+        key = (module, int(layer), int(direction), kind)
+        if key not in self._state:
+            valid = [k[1:] for k in self._state if k[0] == module]
+            raise ValueError(
+                f"{where}: {module!r} ({type(self.recurrent[module]).__name__}) has no "
+                f"layer={layer}, direction={direction}, kind={kind!r}; the valid (layer, "
+                f"direction, kind) are {valid}"
+            )
+        return key
+
+    def latest_state_norms(self, module: str | None = None, layer: int = 0,
+                           direction: int = 0, kind: str = "h") -> np.ndarray:
+        """The last recorded step's row of :meth:`state_norms` (a 1-D array of length T, empty
+        before the first record), without building the whole (steps, T) array: what a
+        training loop logs once per update."""
+        key = self._state_key("latest_state_norms", module, layer, direction, kind)
+        rows = self._state[key]
+        return np.asarray(rows[-1], dtype=np.float64) if rows else np.zeros(0)
+
     def state_norms(self, module: str | None = None, layer: int = 0, direction: int = 0,
                     kind: str = "h") -> np.ndarray:
         """||dL/dh_t|| (kind 'h') or ||dL/dc_t|| (kind 'c', LSTM only) as an array
@@ -440,30 +478,7 @@ class GradientMonitor:
         step without data is a row of NaN (see the class docstring). An unknown module,
         layer, direction or kind is a ``ValueError`` listing the valid ones.
         """
-        if module is None:
-            if len(self.recurrent) != 1:
-                have = (f"recurrent modules {list(self.recurrent)}; name one"
-                        if self.recurrent else "no recurrent module (RNN, GRU or LSTM)")
-                raise ValueError(f"state_norms: the model has {have}")
-            module = next(iter(self.recurrent))
-        if module not in self.recurrent:
-            raise ValueError(
-                f"state_norms: no recurrent module named {module!r}; the model's are "
-                f"{list(self.recurrent)} (names as named_modules() gives them, '(model)' for "
-                f"a model that is itself a recurrent layer)"
-            )
-        for what, value in (("layer", layer), ("direction", direction)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"state_norms: {what} must be an integer, got "
-                                f"{type(value).__name__} {value!r}")
-        key = (module, int(layer), int(direction), kind)
-        if key not in self._state:
-            valid = [k[1:] for k in self._state if k[0] == module]
-            raise ValueError(
-                f"state_norms: {module!r} ({type(self.recurrent[module]).__name__}) has no "
-                f"layer={layer}, direction={direction}, kind={kind!r}; the valid (layer, "
-                f"direction, kind) are {valid}"
-            )
+        key = self._state_key("state_norms", module, layer, direction, kind)
         rows = self._state[key]
         if not rows:
             return np.zeros((0, 0))

@@ -346,7 +346,7 @@ class _Updater:
         if self.run is not None:
             states = None
             if self.monitor is not None:  # this update's row of each per-step norm
-                states = {key: self.monitor.state_norms(*key)[-1] for key in self.keys}
+                states = {key: self.monitor.latest_state_norms(*key) for key in self.keys}
             val_now = r.val_losses[-1][1] if r.val_losses and \
                 r.val_losses[-1][0] == r.steps else None
             self.run.log(loss_value, grad_norm=pre, clipped_norm=post, lr=lr,
