@@ -156,7 +156,7 @@ def _no_mark(name: str) -> None:
 
 # ------------------------------------------------------------------------------ word_lm
 def _word_lm(lib: SimpleNamespace, cfg: Config) -> SimpleNamespace:
-    torch, nn = lib.torch, lib.nn
+    nn = lib.nn
 
     class RNNModel(nn.Module):
         """Encoder (Embedding), a stacked LSTM and a decoder (Linear) tied to the encoder."""
