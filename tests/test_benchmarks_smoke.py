@@ -465,3 +465,19 @@ def test_programs_benchmark_command_line_without_torch(
     row = [line for line in out.splitlines() if line.startswith("word_lm")]
     assert len(row) == 1 and " - " in row[0]          # no torch: no ratio, no verdict
     assert "## word_lm: the step by part" in out and "## word_lm: our backward by op" in out
+
+
+# --------------------------------------------------------------- benchmarks/graph_memory.py
+def test_graph_memory_counts_each_buffer_once(capsys: pytest.CaptureFixture) -> None:
+    from benchmarks import graph_memory as gm
+
+    T, N, H = 3, 2, 4
+    memory = gm.graph_memory(gm.lstm_step_graph(T, N, H))
+    assert memory["nodes"]["MatMul"] == T + 2      # the input projection, T steps, readout
+    assert memory["inputs"]["Add"] > 0             # data kept only as graph edges
+    total = sum(memory["saved"].values()) + sum(memory["inputs"].values())
+    # at least the (T, N, 4H) input projection and the (T*N, 64) logits' softmax
+    assert total >= 4 * (T * N * 4 * H + T * N * 64)
+    assert gm.main(["--seq-len", "3", "--batch", "2", "--hidden", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "saved for backward:" in out and "held as input edges:" in out
