@@ -10,10 +10,8 @@ between forward and backward into two kinds, walking the graph from the loss:
   (``ctx.inputs``) and did not also save. An ``Add``'s backward needs no data at all, yet
   its two inputs stay alive until backward through these edges.
 
-Each buffer is counted once, at its base array (views share their base's memory), under
-the first node the walk reaches that references it: a buffer saved by one op and held as an
-input by another counts under whichever comes first, so the split may depend on the walk's
-order, the sum of the two does not.
+Each buffer is counted once, at its base array (views share their base's memory): as saved
+if any op saved it, else as held as an input (under the first op of the walk that holds it).
 
     python benchmarks/graph_memory.py                      # T = 512, N = 32, H = 256
     python benchmarks/graph_memory.py --seq-len 64 --hidden 64
@@ -50,33 +48,36 @@ def _base(array: Any) -> Any:
 def graph_memory(loss: Any) -> dict[str, dict[str, int]]:
     """Bytes per op class of the graph below ``loss``: {"saved": {op: bytes},
     "inputs": {op: bytes}, "nodes": {op: count}}. Iterative walk (no recursion)."""
-    saved: collections.Counter = collections.Counter()
-    held: collections.Counter = collections.Counter()
-    nodes: collections.Counter = collections.Counter()
-    seen_nodes: set[int] = set()
-    seen_buffers: set[int] = set()
-
-    def count(array: Any, into: collections.Counter, name: str) -> None:
-        if not hasattr(array, "nbytes"):
-            return
-        base = _base(array)
-        if id(base) not in seen_buffers:
-            seen_buffers.add(id(base))
-            into[name] += int(base.nbytes)
-
+    order, seen_nodes = [], set()
     stack = [loss._ctx] if loss._ctx is not None else []
     while stack:
         ctx = stack.pop()
         if id(ctx) in seen_nodes:
             continue
         seen_nodes.add(id(ctx))
-        nodes[ctx.name] += 1
-        for array in ctx.saved_arrays or ():
-            count(array, saved, ctx.name)
+        order.append(ctx)
         for tensor in getattr(ctx, "inputs", ()) or ():
-            count(getattr(tensor, "_data", None), held, ctx.name)
             if getattr(tensor, "_ctx", None) is not None:
                 stack.append(tensor._ctx)
+    saved: collections.Counter = collections.Counter()
+    held: collections.Counter = collections.Counter()
+    nodes = collections.Counter(ctx.name for ctx in order)
+    seen: set[int] = set()
+
+    def count(array: Any, into: collections.Counter, name: str) -> None:
+        if not hasattr(array, "nbytes"):
+            return
+        base = _base(array)
+        if id(base) not in seen:
+            seen.add(id(base))
+            into[name] += int(base.nbytes)
+
+    for ctx in order:                      # every saved buffer first, then the rest
+        for array in ctx.saved_arrays or ():
+            count(array, saved, ctx.name)
+    for ctx in order:
+        for tensor in getattr(ctx, "inputs", ()) or ():
+            count(getattr(tensor, "_data", None), held, ctx.name)
     return {"saved": dict(saved), "inputs": dict(held), "nodes": dict(nodes)}
 
 
