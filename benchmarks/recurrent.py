@@ -13,7 +13,7 @@ T * N predictions, and backward (no optimizer update). Contestants, for every ce
 Usage::
 
     python benchmarks/recurrent.py                 # full run (10-20 min on 2 cores, by load)
-    python benchmarks/recurrent.py --quick         # H in {64, 256}, T = 32, few repetitions
+    python benchmarks/recurrent.py --quick         # H in {64, 256}, T = 32, memory at T = 64
     python benchmarks/recurrent.py --cells lstm --hidden 256 --threads 1 --reps 9
     python benchmarks/recurrent.py --markdown --out table.md
     python benchmarks/recurrent.py --device cuda   # CuPy + torch on CUDA, when available
@@ -776,7 +776,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description="Time one training step of LSTM/GRU/Elman, ours against torch.nn.")
     p.add_argument("--quick", action="store_true",
-                   help="H in {64, 256}, T=32, fewer repetitions, no resident-set check")
+                   help="H in {64, 256}, T=32, memory at T=64 only, fewer repetitions, no "
+                        "resident-set check")
     p.add_argument("--threads", type=int, nargs="+", help="BLAS/torch threads (default 1 2)")
     p.add_argument("--hidden", type=int, nargs="+", help="hidden sizes (default 64 256 1024)")
     p.add_argument("--cells", nargs="+", choices=sorted(CELLS), help="default: lstm gru rnn")
@@ -789,7 +790,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=int, help="T of the timed step (default 64; quick 32)")
     p.add_argument("--batch", type=int, default=32, help="N (default 32)")
     p.add_argument("--mem-seq-lens", type=int, nargs="+", help="T of the memory table "
-                   "(default 64 512)")
+                   "(default 64 512; quick 64)")
     p.add_argument("--mem-hidden", type=int, default=256, help="H of the memory table")
     p.add_argument("--no-memory", action="store_true", help="skip the memory table")
     p.add_argument("--no-rss", action="store_true", help="skip the resident-set cross-check")
@@ -808,7 +809,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
                  mem_hidden=args.mem_hidden, memory=not args.no_memory,
                  rss=not (args.no_rss or args.quick), reps=args.reps)
     if args.quick:
-        cfg.hidden, cfg.seq_len = [64, 256], 32
+        # memory at T = 64 only: a quick run checks no target, and T = 512 (the autograd
+        # LSTM's 790 MiB step beside torch) tripled its peak to 1.5 GB (docs/performance.md)
+        cfg.hidden, cfg.seq_len, cfg.mem_seq_lens = [64, 256], 32, [64]
     if args.hidden:
         cfg.hidden = args.hidden
     if args.threads:

@@ -481,3 +481,15 @@ def test_graph_memory_counts_each_buffer_once(capsys: pytest.CaptureFixture) -> 
     assert gm.main(["--seq-len", "3", "--batch", "2", "--hidden", "4"]) == 0
     out = capsys.readouterr().out
     assert "saved for backward:" in out and "held as input edges:" in out
+
+
+def test_quick_measures_memory_at_t64_only_and_flags_still_override() -> None:
+    """bench --quick stays under 500 MB by measuring memory at T = 64 only (T = 512 tripled
+    its peak, docs/performance.md); an explicit --mem-seq-lens still wins."""
+    parser = bench._parser()
+    cfg = bench.config_from_args(parser.parse_args(["--quick", "--no-torch"]))
+    assert cfg.mem_seq_lens == [64] and cfg.hidden == [64, 256] and cfg.seq_len == 32
+    cfg = bench.config_from_args(parser.parse_args(["--quick", "--no-torch",
+                                                    "--mem-seq-lens", "64", "512"]))
+    assert cfg.mem_seq_lens == [64, 512]
+    assert bench.config_from_args(parser.parse_args(["--no-torch"])).mem_seq_lens == [64, 512]
