@@ -119,6 +119,31 @@ def test_ufunc_at_accumulates_repeated_indices():
     np.testing.assert_array_equal(z.get(), [2.0, 0.0, 1.0])
 
 
+def test_accumulate_only_where_cupy_has_it():
+    """CuPy implements ufunc.accumulate for add and multiply alone (cupy.maximum.accumulate
+    raises NotImplementedError on a GPU: the Embedding backward once used it), so the
+    stand-in refuses the others the same way."""
+    x = standin.asarray(np.array([3.0, 1.0, 4.0, 1.0]))
+    np.testing.assert_array_equal(standin.add.accumulate(x).get(), [3.0, 4.0, 8.0, 9.0])
+    np.testing.assert_array_equal(standin.multiply.accumulate(x).get(), [3.0, 3.0, 12.0, 12.0])
+    with pytest.raises(NotImplementedError, match=r"maximum\.accumulate: CuPy 14\.2"):
+        standin.maximum.accumulate(x)
+
+
+def test_the_accumulate_list_is_cupys():
+    """On a machine with CuPy and a GPU: the ufuncs of CUPY_ACCUMULATE accumulate, maximum
+    does not (the list the stand-in enforces is CuPy's)."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        x = cupy.arange(4.0)
+    except Exception:  # noqa: BLE001  (CuPy without a usable GPU)
+        pytest.skip("CuPy is installed but no GPU is usable")
+    for name in standin.CUPY_ACCUMULATE:
+        getattr(cupy, name).accumulate(x)
+    with pytest.raises(NotImplementedError):
+        cupy.maximum.accumulate(x)
+
+
 def test_copy_deepcopy_and_pickle_round_trip(dev):
     for clone in (copy.copy(dev), copy.deepcopy(dev), pickle.loads(pickle.dumps(dev))):
         assert type(clone) is StandInArray and clone is not dev

@@ -125,9 +125,9 @@ def _scatter_add_rows(xp: Any, dw: Any, ids: Any, rows: Any) -> None:
     first = xp.empty(n, dtype=bool)                             # an id's first occurrence
     first[0] = True
     xp.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-    position = xp.arange(n)
-    run_start = xp.maximum.accumulate(xp.where(first, position, 0))  # where each id's run starts
-    rank = position - run_start                                 # (n,) rank in sorted order
+    starts = xp.flatnonzero(first)                              # where each id's run starts
+    run_start = starts[xp.cumsum(first) - 1]                    # (n,) its run's start
+    rank = xp.arange(n) - run_start                             # (n,) rank in sorted order
     for r in range(min(SCATTER_RANKS, int(rank.max()) + 1)):
         at = order[rank == r]                                   # positions of rank r
         dw[ids[at]] += rows[at]

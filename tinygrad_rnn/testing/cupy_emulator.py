@@ -309,6 +309,9 @@ CUPY_UFUNC_METHODS = {
     "at": "a, indices, b=",
 }
 CUPY_UFUNC_KEYWORDS = ("out", "dtype", "casting")
+# The ufuncs whose ``accumulate`` CuPy implements (through cumsum and cumprod); any other
+# (``xp.maximum.accumulate``) raises NotImplementedError on a GPU.
+CUPY_ACCUMULATE = frozenset({"add", "multiply"})
 
 # Functions that copy host data onto the device (everything else refuses host arrays).
 _TRANSFER = frozenset({"asarray", "array", "asanyarray", "ascontiguousarray"})
@@ -756,6 +759,11 @@ class _UFunc:
         if spec is None:
             raise AttributeError(f"standin.{self.__name__}.{name}: the stand-in's ufuncs offer "
                                  f"only CuPy's methods {sorted(CUPY_UFUNC_METHODS)}")
+        if name == "accumulate" and self.__name__ not in CUPY_ACCUMULATE:
+            raise NotImplementedError(
+                f"standin.{self.__name__}.accumulate: CuPy 14.2 implements accumulate only for "
+                f"{sorted(CUPY_ACCUMULATE)} (cumsum, cumprod), so this call would fail on a GPU"
+            )
         fn = getattr(self._uf, name)
         what = f"standin.{self.__name__}.{name}"
 
