@@ -242,8 +242,8 @@ class TransformerLM(Module):
         values plus their own, (TF4); returns (output (N, t, d), keys, values)."""
         attn = layer.self_attn
         n, t = h.shape[0], h.shape[1]
-        q, k, v = attn._projections(h, h, h)                             # (N, t, d) each
-        q, k, v = attn._heads(q), attn._heads(k), attn._heads(v)        # (N, nh, t, dh)
+        q, k, v = attn.in_projections(h, h, h)                             # (N, t, d) each
+        q, k, v = attn.split_heads(q), attn.split_heads(k), attn.split_heads(v)        # (N, nh, t, dh)
         keys = k if k_old is None else cat([k_old, k], axis=2)          # (TF4)
         values = v if v_old is None else cat([v_old, v], axis=2)
         xp = get_array_module(h._data)

@@ -442,8 +442,10 @@ class MultiheadAttention(Module):
         self._generator = _own_generator(None if generator is None else rng)
 
     # -------------------------------------------------------------- projections
-    def _projections(self, query: Tensor, key: Tensor, value: Tensor) -> tuple:
-        """Q, K, V (N, *, E), each x W^T + b with its block of the weights and bias."""
+    def in_projections(self, query: Tensor, key: Tensor, value: Tensor) -> tuple:
+        """Q, K, V (N, *, E), each x W^T + b with its block of the weights and bias (a project
+        method, not torch's: the Transformer LM's key/value cache projects one new token with
+        it)."""
         e = self.embed_dim
         b = self.in_proj_bias
         bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
@@ -458,8 +460,9 @@ class MultiheadAttention(Module):
         # (A12); their backward, by autograd, is (A15)
         return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
 
-    def _heads(self, x: Tensor) -> Tensor:
-        """(N, T, E) -> (N, h, T, d)."""
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(N, T, E) -> (N, h, T, d): the heads as a batch axis (a project method, not
+        torch's)."""
         n, t = x.shape[0], x.shape[1]
         return x.reshape(n, t, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)  # (A13)
 
@@ -503,11 +506,11 @@ class MultiheadAttention(Module):
         # which the softmax mask hides)
         key = masks.zero_padding(key, key_padding_mask)
         value = masks.zero_padding(value, key_padding_mask)
-        q, k, v = self._projections(query, key, value)                  # (N, *, E)
+        q, k, v = self.in_projections(query, key, value)                  # (N, *, E)
         if self.bias_k is not None and self.bias_v is not None:  # add_bias_kv: both or none
             k = cat([k, self.bias_k.broadcast_to((n, 1, self.embed_dim))], axis=1)
             v = cat([v, self.bias_v.broadcast_to((n, 1, self.embed_dim))], axis=1)
-        q, k, v = self._heads(q), self._heads(k), self._heads(v)       # (N, h, *, d)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)       # (N, h, *, d)
         if self.add_zero_attn:
             zero = Tensor._wrap(xp.zeros((n, self.num_heads, 1, self.head_dim), k.dtype))
             k, v = cat([k, zero], axis=2), cat([v, zero], axis=2)

@@ -39,7 +39,7 @@ from ..arguments import axis_argument, check_integer_ids
 from ..backend import device_of, get_array_module, to_device
 from ..ops.base import Context, Function
 from ..ops.conv import Conv1d
-from ..ops.losses import _check_reduction
+from ..ops.losses import check_reduction
 from ..ops.normalization import LayerNorm
 from ..creation import cat
 from ..tensor import Tensor
@@ -104,7 +104,7 @@ def _cast(fn: str, x: Tensor, dtype: Any) -> Tensor:
     return x if x.dtype == dt else x.astype(dt)
 
 
-def _reduction(fn: str, size_average: Any, reduce: Any, reduction: str) -> str:
+def legacy_reduction(fn: str, size_average: Any, reduce: Any, reduction: str) -> str:
     """torch's mapping of the deprecated ``size_average`` and ``reduce`` flags to
     ``reduction``: when either is given, ``reduce=False`` means 'none', otherwise
     ``size_average=False`` means 'sum' and anything else 'mean' (each defaults to True);
@@ -569,7 +569,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Any = None, size_average: 
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits (torch's layout: classes on axis 1) against class ids or
     class probabilities; see :func:`tinygrad_rnn.functional.cross_entropy`."""
-    reduction = _reduction("cross_entropy", size_average, reduce, reduction)
+    reduction = legacy_reduction("cross_entropy", size_average, reduce, reduction)
     return _core.cross_entropy(input, target, weight, ignore_index, reduction,
                                label_smoothing)
 
@@ -578,7 +578,7 @@ def nll_loss(input: Tensor, target: Any, weight: Any = None, size_average: Any =
              ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities; see
     :func:`tinygrad_rnn.functional.nll_loss`."""
-    reduction = _reduction("nll_loss", size_average, reduce, reduction)
+    reduction = legacy_reduction("nll_loss", size_average, reduce, reduction)
     return _core.nll_loss(input, target, weight, ignore_index, reduction)
 
 
@@ -604,10 +604,10 @@ def mse_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any =
     """Mean squared error (input and target of one shape); dL/dinput = 2 (x - t) / n for
     'mean'. ``weight`` (the input's shape) multiplies each squared error, and 'mean' is
     then the weighted mean, as torch's."""
-    reduction = _reduction("mse_loss", size_average, reduce, reduction)
+    reduction = legacy_reduction("mse_loss", size_average, reduce, reduction)
     if weight is None:
         return _core.mse_loss(_tensor("mse_loss", "input", input), target, reduction)
-    _check_reduction("mse_loss", reduction)
+    check_reduction("mse_loss", reduction)
     loss = _core.mse_loss(_tensor("mse_loss", "input", input), target, "none")
     return _weighted("mse_loss", loss, weight, reduction)
 
@@ -616,8 +616,8 @@ def l1_loss(input: Tensor, target: Any, size_average: Any = None, reduce: Any = 
             reduction: str = "mean", weight: Any = None) -> Tensor:
     """Mean absolute error |x - t| (input and target of one shape); derivative sign(x - t)
     (0 where equal, as torch). ``weight`` multiplies each error before the reduction."""
-    reduction = _reduction("l1_loss", size_average, reduce, reduction)
-    _check_reduction("l1_loss", reduction)
+    reduction = legacy_reduction("l1_loss", size_average, reduce, reduction)
+    check_reduction("l1_loss", reduction)
     x = _tensor("l1_loss", "input", input)
     t = _core.target_on_device(target, x)
     t_shape = tuple(getattr(t, "shape", np.shape(t)))
@@ -637,7 +637,7 @@ def binary_cross_entropy(input: Tensor, target: Any, weight: Any = None,
                          reduction: str = "mean") -> Tensor:
     """Binary cross entropy of probabilities in [0, 1], logs clamped at -100 as torch; see
     :func:`tinygrad_rnn.functional.binary_cross_entropy`."""
-    reduction = _reduction("binary_cross_entropy", size_average, reduce, reduction)
+    reduction = legacy_reduction("binary_cross_entropy", size_average, reduce, reduction)
     return _core.binary_cross_entropy(input, target, weight, reduction)
 
 
@@ -648,6 +648,6 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Any, weight: Any = N
     """Binary cross entropy on logits, overflow-free; see
     :func:`tinygrad_rnn.functional.binary_cross_entropy_with_logits`."""
     fn = "binary_cross_entropy_with_logits"
-    reduction = _reduction(fn, size_average, reduce, reduction)
+    reduction = legacy_reduction(fn, size_average, reduce, reduction)
     return _core.binary_cross_entropy_with_logits(_tensor(fn, "input", input), target, weight,
                                                   reduction, pos_weight)

@@ -29,11 +29,11 @@ from .module import Module
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"]
 
 
-def _reduction(owner: str, size_average: Any, reduce: Any, reduction: Any) -> str:
+def _module_reduction(owner: str, size_average: Any, reduce: Any, reduction: Any) -> str:
     """The reduction a loss module uses: torch's mapping of the deprecated flags
-    (:func:`tinygrad_rnn.nn.functional._reduction`), then checked to be 'none', 'mean' or
+    (:func:`tinygrad_rnn.nn.functional.legacy_reduction`), then checked to be 'none', 'mean' or
     'sum' (a ValueError naming ``owner`` and ``reduction``)."""
-    reduction = F._reduction(owner, size_average, reduce, reduction)
+    reduction = F.legacy_reduction(owner, size_average, reduce, reduction)
     if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"{owner}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
     return reduction
@@ -45,7 +45,7 @@ class _Loss(Module):
     def __init__(self, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
         super().__init__()
-        self.reduction = _reduction(type(self).__name__, size_average, reduce, reduction)
+        self.reduction = _module_reduction(type(self).__name__, size_average, reduce, reduction)
 
     def _buffer(self, name: str, value: Any) -> None:
         """Register ``value`` (None, a Tensor or host data) as the buffer ``name``."""

@@ -29,7 +29,7 @@ REDUCTIONS = ("none", "mean", "sum")
 
 
 # ------------------------------------------------------------------------------ checks
-def _check_reduction(op: str, reduction: Any) -> None:
+def check_reduction(op: str, reduction: Any) -> None:
     """ValueError naming ``op`` unless ``reduction`` is the string 'none', 'mean' or 'sum'."""
     if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
@@ -79,7 +79,7 @@ def check_class_options(op: str, reduction: Any, ignore_index: Any = _UNUSED,
     """(ignore_index, label_smoothing) checked by :func:`check_ignore_index` and
     :func:`check_unit_interval`, after ``reduction``; an option the loss does not take is
     returned as None."""
-    _check_reduction(op, reduction)
+    check_reduction(op, reduction)
     if ignore_index is not _UNUSED:
         ignore_index = check_ignore_index(op, ignore_index)
     if label_smoothing is not _UNUSED:
@@ -298,7 +298,7 @@ class PlainCrossEntropy(Function):
                 ignore_index: int = -100) -> Any:
         # ignore_index: no target equals it on this path; it is named in the error for an
         # id outside [0, C), as on the general path
-        _check_reduction("cross_entropy", reduction)
+        check_reduction("cross_entropy", reduction)
         tg = ClassIdTargets("cross_entropy", x, target, None, ignore_index)
         xp = get_array_module(x)
         y = tg.safe                                                  # (...,) class ids
@@ -537,7 +537,7 @@ class MSELoss(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any, reduction: str = "mean") -> Any:
-        _check_reduction("mse_loss", reduction)
+        check_reduction("mse_loss", reduction)
         if a.shape != b.shape:
             raise ValueError(
                 f"mse_loss: input of shape {a.shape} and target of shape {b.shape} must "
@@ -593,7 +593,7 @@ def _reduce_elementwise(loss: Any, reduction: str) -> Any:
 def _check_binary_target(op: str, reduction: str, x: Any, t: Any) -> None:
     """The reduction is known and the target has the input's shape (as torch requires of the
     binary losses); a ValueError naming ``op`` and both shapes otherwise."""
-    _check_reduction(op, reduction)
+    check_reduction(op, reduction)
     if x.shape != t.shape:
         raise ValueError(
             f"{op}: input of shape {x.shape} and target of shape {t.shape} must have the "

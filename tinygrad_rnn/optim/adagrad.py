@@ -7,7 +7,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_nonneg, _check_torch_flags, _new_step_counter,
+    Optimizer, ParamsT, check_nonneg, _check_torch_flags, _new_step_counter,
 )
 
 __all__ = ["Adagrad"]
@@ -82,14 +82,14 @@ class Adagrad(Optimizer):
 
     def _check_group(self, group: dict[str, Any], where: str) -> None:
         super()._check_group(group, where)
-        group["lr_decay"] = _check_nonneg(where, "lr_decay value", "lr_decay",
+        group["lr_decay"] = check_nonneg(where, "lr_decay value", "lr_decay",
                                           group["lr_decay"])
-        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+        group["weight_decay"] = check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
-        group["initial_accumulator_value"] = _check_nonneg(
+        group["initial_accumulator_value"] = check_nonneg(
             where, "initial_accumulator_value value", "initial_accumulator_value",
             group["initial_accumulator_value"])
-        group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
+        group["eps"] = check_nonneg(where, "epsilon value", "eps", group["eps"])
         group["maximize"] = _validate.flag(group["maximize"], "maximize", where)
 
     @staticmethod

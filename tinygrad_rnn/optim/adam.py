@@ -9,7 +9,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_nonneg, _check_torch_flags, _check_unit_interval,
+    Optimizer, ParamsT, check_nonneg, _check_torch_flags, _check_unit_interval,
     _lerp_,
     _new_step_counter,
 )
@@ -104,13 +104,13 @@ class Adam(Optimizer):
 
     def _check_group(self, group: dict[str, Any], where: str) -> None:
         super()._check_group(group, where)
-        group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
+        group["eps"] = check_nonneg(where, "epsilon value", "eps", group["eps"])
         betas = _pair(where, group["betas"])
         group["betas"] = (
             _check_unit_interval(where, "beta parameter at index 0", "betas[0]", betas[0]),
             _check_unit_interval(where, "beta parameter at index 1", "betas[1]", betas[1]),
         )
-        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+        group["weight_decay"] = check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
         for flag in ("amsgrad", "maximize", "decoupled_weight_decay"):
             group[flag] = _validate.flag(group[flag], flag, where)

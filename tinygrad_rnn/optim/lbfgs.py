@@ -16,7 +16,7 @@ from ..backend import device_of, get_array_module, to_device
 from ..engine import enable_grad, no_grad
 from ..tensor import Tensor
 from .lr_scheduler import whole_number
-from .optimizer import Optimizer, ParamsT, _check_nonneg, _grad_array, _state_array
+from .optimizer import Optimizer, ParamsT, check_nonneg, grad_array, state_array
 
 __all__ = ["LBFGS"]
 
@@ -304,9 +304,9 @@ class LBFGS(Optimizer):
         group["max_eval"] = whole_number(where, "max_eval", group["max_eval"], 1)
         group["history_size"] = whole_number(where, "history_size", group["history_size"],
                                               1)
-        group["tolerance_grad"] = _check_nonneg(where, "tolerance_grad", "tolerance_grad",
+        group["tolerance_grad"] = check_nonneg(where, "tolerance_grad", "tolerance_grad",
                                                 group["tolerance_grad"])
-        group["tolerance_change"] = _check_nonneg(where, "tolerance_change",
+        group["tolerance_change"] = check_nonneg(where, "tolerance_change",
                                                   "tolerance_change",
                                                   group["tolerance_change"])
         search = group["line_search_fn"]
@@ -323,7 +323,7 @@ class LBFGS(Optimizer):
         xp = get_array_module(self._params[0]._data)
         parts = []
         for k, p in enumerate(self._params):
-            grad = _grad_array(p)
+            grad = grad_array(p)
             if grad is None:
                 parts.append(xp.zeros(int(np.prod(p.shape)), dtype=p.dtype))
                 continue
@@ -557,7 +557,7 @@ class LBFGS(Optimizer):
         return loaded
 
     def _load_vector(self, at: str, value: Any, device: str, dtype: Any) -> Any:
-        array = _state_array(value)
+        array = state_array(value)
         if array is None:
             raise TypeError(f"{at} must be a flat array of {self._numel} entries, got "
                             f"{type(value).__name__}")
@@ -576,7 +576,7 @@ def _load_number(at: str, value: Any) -> Any:
         raise TypeError(f"{at} must be a number, got {value!r}")
     if isinstance(value, numbers.Real):
         return value
-    array = _state_array(value)
+    array = state_array(value)
     if array is None or int(np.prod(array.shape)) != 1 or np.dtype(array.dtype).kind not in "iuf":
         raise TypeError(f"{at} must be a number, got {type(value).__name__} {value!r}")
     return to_device(array, "cpu").reshape(())[()]

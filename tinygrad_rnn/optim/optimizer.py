@@ -97,7 +97,7 @@ def _new_step_counter() -> np.ndarray:
     return np.zeros((), dtype=_STEP_DTYPE)
 
 
-def _grad_array(param: Tensor) -> Any:
+def grad_array(param: Tensor) -> Any:
     """The gradient of ``param`` as the optimizers read it: a raw backend array, or None.
 
     The one place in :mod:`tinygrad_rnn.optim` that reads the gradient. Where ``p.grad`` is
@@ -268,7 +268,7 @@ class Optimizer:
         The base class checks the learning rate; subclasses extend it. It runs when a group
         is added or loaded and again at every ``step()`` (a few scalar checks per group), so
         a value written into ``param_groups`` by hand is checked too."""
-        group["lr"] = _check_nonneg(where, "learning rate", "lr", group["lr"])
+        group["lr"] = check_nonneg(where, "learning rate", "lr", group["lr"])
 
     # ---------------------------------------------------------------- gradients
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -285,7 +285,7 @@ class Optimizer:
                                   f"{type(self).__name__}.zero_grad")
         for group in self.param_groups:
             for p in group["params"]:
-                grad = _grad_array(p)
+                grad = grad_array(p)
                 if grad is None:
                     continue
                 if set_to_none:
@@ -300,7 +300,7 @@ class Optimizer:
         shape, dtype and device (ValueError otherwise)."""
         where = f"{type(self).__name__}.step"
         for k, p in enumerate(group["params"]):
-            grad = _grad_array(p)
+            grad = grad_array(p)
             if grad is None:
                 continue
             described = (f"parameter {k} of param group {group_index}, of shape {p.shape}, "
@@ -531,7 +531,7 @@ class Optimizer:
             elif value is None and name in self._nullable_state:
                 loaded[name] = None
             else:
-                array = _state_array(value)
+                array = state_array(value)
                 if array is None:
                     if name not in self._state_buffers:
                         loaded[name] = copy.deepcopy(value)   # an entry no update reads
@@ -590,7 +590,7 @@ def _as_float(value: Any) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def _check_nonneg(where: str, what: str, name: str, value: Any) -> Any:
+def check_nonneg(where: str, what: str, name: str, value: Any) -> Any:
     """``value`` checked to be a finite real number >= 0 and returned (see :func:`_real`);
     a ValueError naming ``where``, ``what`` and ``name`` when it is negative, inf or nan
     (torch refuses negative values and nan; an infinite one only makes the parameters inf
@@ -677,7 +677,7 @@ def _copy_state(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _state_array(value: Any) -> Any:
+def state_array(value: Any) -> Any:
     """A state entry as a raw array (a NumPy array, a device array, the data of a Tensor, a
     NumPy scalar as a 0-d array, a foreign array such as torch's through ``__array__``), or
     None when it is no array (a number, a list, None)."""
@@ -698,7 +698,7 @@ def _load_step(at: str, value: Any) -> np.ndarray:
     """A loaded step counter as a 0-d float32 host array (as torch keeps it); a TypeError
     unless it is a real number (or a one-element array or Tensor of one), a ValueError
     unless it is a whole number >= 0, each naming ``at`` and ``'step'``."""
-    array = _state_array(value)
+    array = state_array(value)
     if array is not None:
         if int(np.prod(array.shape)) != 1 or np.dtype(array.dtype).kind not in "iuf":
             raise TypeError(f"{at}: state entry 'step' must be a number (or a one-element "

@@ -9,7 +9,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_nonneg, _check_torch_flags, _lerp_,
+    Optimizer, ParamsT, check_nonneg, _check_torch_flags, _lerp_,
     _new_step_counter,
 )
 
@@ -103,12 +103,12 @@ class RMSprop(Optimizer):
 
     def _check_group(self, group: dict[str, Any], where: str) -> None:
         super()._check_group(group, where)
-        group["eps"] = _check_nonneg(where, "epsilon value", "eps", group["eps"])
-        group["momentum"] = _check_nonneg(where, "momentum value", "momentum",
+        group["eps"] = check_nonneg(where, "epsilon value", "eps", group["eps"])
+        group["momentum"] = check_nonneg(where, "momentum value", "momentum",
                                           group["momentum"])
-        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+        group["weight_decay"] = check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
-        group["alpha"] = _check_nonneg(where, "alpha value", "alpha", group["alpha"])
+        group["alpha"] = check_nonneg(where, "alpha value", "alpha", group["alpha"])
         group["centered"] = _validate.flag(group["centered"], "centered", where)
         group["maximize"] = _validate.flag(group["maximize"], "maximize", where)
 

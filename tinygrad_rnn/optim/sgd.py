@@ -7,7 +7,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_finite, _check_nonneg, _check_torch_flags,
+    Optimizer, ParamsT, _check_finite, check_nonneg, _check_torch_flags,
 )
 
 __all__ = ["SGD"]
@@ -87,11 +87,11 @@ class SGD(Optimizer):
 
     def _check_group(self, group: dict[str, Any], where: str) -> None:
         super()._check_group(group, where)
-        group["momentum"] = _check_nonneg(where, "momentum value", "momentum",
+        group["momentum"] = check_nonneg(where, "momentum value", "momentum",
                                           group["momentum"])
         group["dampening"] = _check_finite(where, "dampening value", "dampening",
                                            group["dampening"])
-        group["weight_decay"] = _check_nonneg(where, "weight_decay value", "weight_decay",
+        group["weight_decay"] = check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
         group["nesterov"] = _validate.flag(group["nesterov"], "nesterov", where)
         group["maximize"] = _validate.flag(group["maximize"], "maximize", where)
