@@ -243,3 +243,74 @@ def test_the_table_is_read_from_the_page() -> None:
     assert layer_of("tinygrad_rnn", table) == table["cli"]
     with pytest.raises(AssertionError, match="twice"):
         layer_table("## The layers\n| 1 | `ops` | a |\n| 2 | `ops` | b |\n")
+
+
+# ----------------------------------------------------------------------------- private names
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_crossings(root: Path) -> list[str]:
+    """Every use, in the package under ``root``, of another module's underscore name: a
+    ``from M import _name`` and an ``M._name`` through a module alias. A private *module*
+    (``from .. import _validate``: a package's internal module) is allowed; a private name
+    inside another module is not (give it a public, documented name, or keep it at home)."""
+    def is_module(dotted: str) -> bool:
+        path = root.joinpath(*dotted.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    problems = []
+    for path in sorted((root / "tinygrad_rnn").rglob("*.py")):
+        here = _module_name(path, root)
+        package = here.split(".") if path.name == "__init__.py" else here.split(".")[:-1]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                source = ".".join(base + ([node.module] if node.module else []))
+                if not source.startswith("tinygrad_rnn"):
+                    continue
+                for alias in node.names:
+                    if is_module(f"{source}.{alias.name}"):
+                        aliases[alias.asname or alias.name] = f"{source}.{alias.name}"
+                    elif _is_private(alias.name) and source != here:
+                        problems.append(f"{path.relative_to(root)}:{node.lineno} imports "
+                                        f"{alias.name} from {source}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("tinygrad_rnn") and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and _is_private(node.attr)
+                    and aliases[node.value.id] != here
+                    and not is_module(f"{aliases[node.value.id]}.{node.attr}")):
+                problems.append(f"{path.relative_to(root)}:{node.lineno} uses "
+                                f"{node.value.id}.{node.attr} of {aliases[node.value.id]}")
+    return problems
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    assert not private_crossings(ROOT), "\n".join(private_crossings(ROOT))
+
+
+def test_the_private_name_check_finds_both_forms(tmp_path: Path) -> None:
+    pkg = tmp_path / "tinygrad_rnn"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_internal.py").write_text("x = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "a.py").write_text("def _helper():\n    return 1\n")
+    (pkg / "sub" / "b.py").write_text(
+        "from .a import _helper\nfrom . import a\nfrom .. import _internal\n"
+        "def f():\n    return a._helper() + _internal.x + _helper()\n")
+    assert private_crossings(tmp_path) == [
+        "tinygrad_rnn/sub/b.py:1 imports _helper from tinygrad_rnn.sub.a",
+        "tinygrad_rnn/sub/b.py:5 uses a._helper of tinygrad_rnn.sub.a",
+    ]

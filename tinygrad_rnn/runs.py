@@ -197,7 +197,7 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file in the same folder and a
     rename, so a reader sees the old file or the new one, never a part."""
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
@@ -487,7 +487,7 @@ class RunWriter:
 
     # -- manifest
     def _write_manifest(self) -> None:
-        _write_json_atomic(self.path / MANIFEST, self.manifest)
+        write_json_atomic(self.path / MANIFEST, self.manifest)
 
     def update_config(self, **values: Any) -> None:
         """Add settings to the manifest's config (written at once)."""

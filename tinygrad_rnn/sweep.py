@@ -71,7 +71,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from .experiments import EXPERIMENTS, Experiment
-from .runs import MANIFEST, RunWriter, _write_json_atomic, read_manifest, slug
+from .runs import MANIFEST, RunWriter, write_json_atomic, read_manifest, slug
 
 __all__ = ["SweepError", "SweepConfig", "SweepReport", "Point", "load_config", "points",
            "run_point", "run_sweep", "summary_table", "plot_summary", "RESULT"]
@@ -400,7 +400,7 @@ def run_point(spec: dict) -> dict:
         saved = {"name": spec["name"], "key": spec["key"], "params": spec["params"],
                  "seed": spec["seed"], "results": results,
                  "seconds": round(time.perf_counter() - start, 3)}
-        _write_json_atomic(folder / RESULT, saved)  # before the manifest says finished
+        write_json_atomic(folder / RESULT, saved)  # before the manifest says finished
     return saved
 
 
@@ -571,7 +571,7 @@ def run_sweep(config: str | os.PathLike | Mapping | SweepConfig, out: str | os.P
             report.skipped.append(point.name)
         else:
             todo.append(point)
-    _write_json_atomic(out / "sweep.json", {
+    write_json_atomic(out / "sweep.json", {
         "source": cfg.source, "experiment": cfg.experiment.name, "seed": cfg.seed,
         "seeds": cfg.seeds, "fixed": cfg.fixed, "grid": cfg.grid, "random": cfg.random,
         "samples": cfg.samples, "points": len(every)})

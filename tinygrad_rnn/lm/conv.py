@@ -40,7 +40,7 @@ from ..nn.module import Module
 from ..random import get_generator
 from ..tensor import Tensor
 from .models import (
-    _check_vocab_range, _dropout, _host_row, _id_array, _init_range, _picked,
+    check_vocab_range, check_dropout, host_row, id_array, check_init_range, picked,
 )
 
 __all__ = ["ConvLM"]
@@ -98,9 +98,9 @@ class ConvLM(Module):
         C = _validate.positive_int(channels, "channels", owner)
         K = _validate.positive_int(kernel_size, "kernel_size", owner)
         L = _validate.positive_int(num_layers, "num_layers", owner)
-        p = _dropout(dropout, owner)
+        p = check_dropout(dropout, owner)
         self.tie_weights = _validate.flag(tie_weights, "tie_weights", owner)
-        init_range = _init_range(init_range, owner)
+        init_range = check_init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.channels, self.kernel_size, self.num_layers = V, C, K, L
         self.embedding = Embedding(V, C, dtype=dtype, generator=rng)
@@ -144,8 +144,8 @@ class ConvLM(Module):
         computed with the R - 1 ids before it (all its outputs depend on), in eval mode,
         without a graph."""
         owner = "ConvLM.token_log_probs"
-        arr = _id_array(ids, owner, (1,))
-        _check_vocab_range(arr, self.vocab_size, owner)
+        arr = id_array(ids, owner, (1,))
+        check_vocab_range(arr, self.vocab_size, owner)
         k = _validate.positive_int(chunk_size, "chunk_size", owner)
         out = np.zeros(max(arr.size - 1, 0))
         if arr.size < 2:
@@ -158,20 +158,20 @@ class ConvLM(Module):
                 lo = max(0, start - before)
                 logits = self(inputs[None, lo:stop])                         # (1, ., V)
                 lp = F.log_softmax(logits, axis=-1)._data[0, start - lo:]     # (k, V)
-                out[start:stop] = _picked(lp, targets[start:stop])
+                out[start:stop] = picked(lp, targets[start:stop])
         return out
 
     # ------------------------------------------------------------------ generation protocol
     def prime(self, prompt_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The logits (V,) after a 1-D prompt and the window of its last R ids (the state)."""
         window = np.asarray(prompt_ids, dtype=np.int64)[-self.receptive_field:]
-        return _host_row(self(window[None])._data[0, -1]), window
+        return host_row(self(window[None])._data[0, -1]), window
 
     def advance(self, token_id: int, window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Append one token to the window (keeping the last R ids); the next logits (V,) and
         the new window. Memory and time per token do not grow with the position."""
         window = np.append(window, np.int64(token_id))[-self.receptive_field:]
-        return _host_row(self(window[None])._data[0, -1]), window
+        return host_row(self(window[None])._data[0, -1]), window
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, channels={self.channels}, "

@@ -91,7 +91,7 @@ from ..tensor import Tensor
 __all__ = ["RNNLM", "FeedForwardLM", "lm_loss", "make_contexts"]
 
 
-def _dropout(value: Any, owner: str) -> float:
+def check_dropout(value: Any, owner: str) -> float:
     """A dropout probability in [0, 1) (1 would drop everything), named in the errors."""
     p = _validate.probability(value, "dropout", owner)
     if p == 1.0:
@@ -99,7 +99,7 @@ def _dropout(value: Any, owner: str) -> float:
     return p
 
 
-def _init_range(value: Any, owner: str) -> float:
+def check_init_range(value: Any, owner: str) -> float:
     r = _validate.finite_real(value, "init_range", owner)
     if not r > 0:
         raise ValueError(f"{owner}: init_range must be positive, got {value!r}")
@@ -158,7 +158,7 @@ def _special_id(value: Any, name: str, owner: str, V: int | None = None) -> int:
     return int(value)
 
 
-def _id_array(ids: Any, owner: str, ndim: tuple[int, ...]) -> np.ndarray:
+def id_array(ids: Any, owner: str, ndim: tuple[int, ...]) -> np.ndarray:
     """``ids`` as an int64 NumPy array of one of the dimensions ``ndim``."""
     arr = np.asarray(ids.numpy() if isinstance(ids, Tensor) else ids)
     if arr.ndim not in ndim:
@@ -169,7 +169,7 @@ def _id_array(ids: Any, owner: str, ndim: tuple[int, ...]) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def _check_vocab_range(ids: np.ndarray, V: int, owner: str) -> None:
+def check_vocab_range(ids: np.ndarray, V: int, owner: str) -> None:
     """IndexError naming the first id outside [0, V), its position and V."""
     if ids.size == 0:
         return
@@ -180,7 +180,7 @@ def _check_vocab_range(ids: np.ndarray, V: int, owner: str) -> None:
                          f"vocabulary size {V}")
 
 
-def _picked(lp: Any, targets: np.ndarray) -> np.ndarray:
+def picked(lp: Any, targets: np.ndarray) -> np.ndarray:
     """``lp[t, targets[t]]`` for every row t of log-probabilities ``lp`` (k, V) on any
     device: the host targets are copied to the device, the k picked values copied back (the
     one device -> host copy of a chunk)."""
@@ -188,7 +188,7 @@ def _picked(lp: Any, targets: np.ndarray) -> np.ndarray:
     return to_device(lp[xp.arange(targets.size), xp.asarray(targets)], "cpu")
 
 
-def _host_row(logits: Any) -> np.ndarray:
+def host_row(logits: Any) -> np.ndarray:
     """The next-token logits (V,) copied to the host, where the sampler of
     :func:`~tinygrad_rnn.lm.generate` runs: the one device -> host copy of a generation
     step."""
@@ -253,7 +253,7 @@ def make_contexts(ids: Any, context_size: int,
     owner = "make_contexts"
     n1 = _validate.positive_int(context_size, "context_size", owner)
     bos = _special_id(bos_id, "bos_id", owner)
-    arr = _id_array(ids, owner, (1,))
+    arr = id_array(ids, owner, (1,))
     if arr.size and arr.min() < 0:
         pos = int(np.argmax(arr < 0))
         raise ValueError(f"{owner}: ids must be >= 0, got {int(arr[pos])} at position {pos}")
@@ -348,7 +348,7 @@ class RNNLM(Module):
         D = _validate.positive_int(embedding_dim, "embedding_dim", owner)
         H = _validate.positive_int(hidden_size, "hidden_size", owner)
         L = _validate.positive_int(num_layers, "num_layers", owner)
-        dropout = _dropout(dropout, owner)
+        dropout = check_dropout(dropout, owner)
         tie_weights = _validate.flag(tie_weights, "tie_weights", owner)
         _check_padding_idx(padding_idx, V, owner)
         if tie_weights and D != H:
@@ -357,7 +357,7 @@ class RNNLM(Module):
                 f"({V}, {D}) as the decoder weight (V, hidden_size) = ({V}, {H}), so it needs "
                 f"embedding_dim == hidden_size; got embedding_dim={D}, hidden_size={H}"
             )
-        init_range = _init_range(init_range, owner)
+        init_range = check_init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.embedding_dim, self.hidden_size = V, D, H
         self.num_layers, self.cell = L, str(cell).lower()
@@ -443,8 +443,8 @@ class RNNLM(Module):
         its state, in eval mode and without a graph (the training flag is restored), so a
         long stream needs memory for one chunk of logits only.
         """
-        arr = _id_array(ids, "RNNLM.token_log_probs", (1,))
-        _check_vocab_range(arr, self.vocab_size, "RNNLM.token_log_probs")
+        arr = id_array(ids, "RNNLM.token_log_probs", (1,))
+        check_vocab_range(arr, self.vocab_size, "RNNLM.token_log_probs")
         k = _validate.positive_int(chunk_size, "chunk_size", "RNNLM.token_log_probs")
         out = np.zeros(max(arr.size - 1, 0))
         if arr.size < 2:
@@ -456,7 +456,7 @@ class RNNLM(Module):
                 stop = min(start + k, inputs.size)
                 logits, state = self(inputs[None, start:stop], state)          # (1, k, V)
                 lp = F.log_softmax(logits, axis=-1)._data[0]                    # (k, V)
-                out[start:stop] = _picked(lp, targets[start:stop])
+                out[start:stop] = picked(lp, targets[start:stop])
         return out
 
     # ------------------------------------------------------------------ generation protocol
@@ -464,12 +464,12 @@ class RNNLM(Module):
         """Read a 1-D prompt from the zero state; returns the logits (V,) for the next token
         and the state after the prompt (used by :func:`tinygrad_rnn.lm.generate`)."""
         logits, state = self(np.asarray(prompt_ids, dtype=np.int64)[None], None)
-        return _host_row(logits._data[0, -1]), state
+        return host_row(logits._data[0, -1]), state
 
     def advance(self, token_id: int, state: Any) -> tuple[np.ndarray, Any]:
         """Feed one token from ``state``; returns the next logits (V,) and the new state."""
         logits, state = self(np.array([[token_id]], dtype=np.int64), state)
-        return _host_row(logits._data[0, -1]), state
+        return host_row(logits._data[0, -1]), state
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, cell={self.cell!r}, "
@@ -533,10 +533,10 @@ class FeedForwardLM(Module):
         n1 = _validate.positive_int(context_size, "context_size", owner)
         m = _validate.positive_int(embedding_dim, "embedding_dim", owner)
         h = _validate.positive_int(hidden_size, "hidden_size", owner)
-        dropout = _dropout(dropout, owner)
+        dropout = check_dropout(dropout, owner)
         direct = _validate.flag(direct, "direct", owner)
         bos_id = _special_id(bos_id, "bos_id", owner, V)
-        init_range = _init_range(init_range, owner)
+        init_range = check_init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.context_size = V, n1
         self.embedding_dim, self.hidden_size, self.bos_id = m, h, int(bos_id)
@@ -576,7 +576,7 @@ class FeedForwardLM(Module):
         """Next-token log-distributions of a 1-D stream: (T, V), row t = log p(. | ids[:t+1])
         (its context is the last n - 1 ids of ids[:t + 1], ``<s>``-padded), as for
         :meth:`RNNLM.log_probs`. Differentiable; runs in the current mode."""
-        arr = _id_array(ids, "FeedForwardLM.log_probs", (1,))
+        arr = id_array(ids, "FeedForwardLM.log_probs", (1,))
         ctx, _ = make_contexts(np.append(arr, self.bos_id), self.context_size, self.bos_id)
         return F.log_softmax(self(ctx[1:]), axis=-1)                     # (T, V)
 
@@ -584,8 +584,8 @@ class FeedForwardLM(Module):
         """log p(ids[t] | ids[:t]) for t = 1 .. T - 1, (T - 1,) float64: the per-token form
         of :func:`~tinygrad_rnn.lm.evaluate_lm`, in eval mode, without a graph, in chunks of
         ``chunk_size`` positions."""
-        arr = _id_array(ids, "FeedForwardLM.token_log_probs", (1,))
-        _check_vocab_range(arr, self.vocab_size, "FeedForwardLM.token_log_probs")
+        arr = id_array(ids, "FeedForwardLM.token_log_probs", (1,))
+        check_vocab_range(arr, self.vocab_size, "FeedForwardLM.token_log_probs")
         k = _validate.positive_int(chunk_size, "chunk_size", "FeedForwardLM.token_log_probs")
         out = np.zeros(max(arr.size - 1, 0))
         if arr.size < 2:
@@ -596,7 +596,7 @@ class FeedForwardLM(Module):
             for start in range(0, targets.size, k):
                 stop = min(start + k, targets.size)
                 lp = F.log_softmax(self(ctx[start:stop]), axis=-1)._data      # (k, V)
-                out[start:stop] = _picked(lp, targets[start:stop])
+                out[start:stop] = picked(lp, targets[start:stop])
         return out
 
     # ------------------------------------------------------------------ generation protocol
@@ -606,12 +606,12 @@ class FeedForwardLM(Module):
         arr = np.asarray(prompt_ids, dtype=np.int64)
         padded = np.concatenate([np.full(self.context_size, self.bos_id, np.int64), arr])
         window = padded[-self.context_size:]
-        return _host_row(self(window[None])._data[0]), window
+        return host_row(self(window[None])._data[0]), window
 
     def advance(self, token_id: int, window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Slide the window by one token; returns the next logits (V,) and the new window."""
         window = np.append(window[1:], np.int64(token_id))
-        return _host_row(self(window[None])._data[0]), window
+        return host_row(self(window[None])._data[0]), window
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, context_size={self.context_size}, "

@@ -52,7 +52,7 @@ from ..random import get_generator
 from ..creation import cat
 from ..tensor import Tensor
 from .models import (
-    _check_vocab_range, _dropout, _host_row, _id_array, _init_range,
+    check_vocab_range, check_dropout, host_row, id_array, check_init_range,
 )
 from .windows import window_log_probs
 
@@ -152,14 +152,14 @@ class TransformerLM(Module):
         L = _validate.positive_int(num_layers, "num_layers", owner)
         ff = 4 * d if dim_feedforward is None else _validate.positive_int(
             dim_feedforward, "dim_feedforward", owner)
-        p = _dropout(dropout, owner)
+        p = check_dropout(dropout, owner)
         self.max_len = _validate.positive_int(max_len, "max_len", owner)
         if positional not in POSITIONAL:
             raise ValueError(f"{owner}: positional must be one of {POSITIONAL}, got "
                              f"{positional!r}")
         self.norm_first = _validate.flag(norm_first, "norm_first", owner)
         self.tie_weights = _validate.flag(tie_weights, "tie_weights", owner)
-        init_range = _init_range(init_range, owner)
+        init_range = check_init_range(init_range, owner)
         rng = get_generator(generator)
         self.vocab_size, self.d_model, self.num_layers = V, d, L
         self.embedding = Embedding(V, d, dtype=dtype, generator=rng)
@@ -224,8 +224,8 @@ class TransformerLM(Module):
         token after the first window has at least ``overlap`` tokens of context; eval mode,
         no graph."""
         owner = "TransformerLM.token_log_probs"
-        arr = _id_array(ids, owner, (1,))
-        _check_vocab_range(arr, self.vocab_size, owner)
+        arr = id_array(ids, owner, (1,))
+        check_vocab_range(arr, self.vocab_size, owner)
         k = self.max_len // 2 if overlap is None else overlap
         with eval_no_grad(self):
             return window_log_probs(self, arr, self.max_len, k)
@@ -299,14 +299,14 @@ class TransformerLM(Module):
         ids = np.asarray(prompt_ids, dtype=np.int64)[None]
         with eval_no_grad(self):
             logits, cache = self.forward_cached(ids, self.new_cache(1))
-        return _host_row(logits._data[0, -1]), cache
+        return host_row(logits._data[0, -1]), cache
 
     def advance(self, token_id: int, cache: KVCache) -> tuple[np.ndarray, KVCache]:
         """Feed one token: its query attends to the cached keys and values; returns the next
         logits (V,) and the cache one position longer."""
         with eval_no_grad(self):
             logits, cache = self.forward_cached(np.array([[token_id]], dtype=np.int64), cache)
-        return _host_row(logits._data[0, -1]), cache
+        return host_row(logits._data[0, -1]), cache
 
     def extra_repr(self) -> str:
         return (f"vocab_size={self.vocab_size}, d_model={self.d_model}, "

@@ -127,7 +127,7 @@ def _uniform(shape: tuple, bound: float, rng: np.random.Generator, dtype: Any) -
     return Parameter(rng.uniform(-bound, bound, size=shape).astype(dtype))
 
 
-class _CallScope:
+class CallScope:
     """The ``record_scope`` label of one call of a cell ("LSTMCell") or of one layer and
     direction of a recurrent layer on the autograd engine ("LSTM layer 0"): tr.viz.graph
     draws the ops recorded under it as one cluster. Labels are compared by identity, not by
@@ -142,7 +142,7 @@ class _CallScope:
         return self.text
 
     def __repr__(self) -> str:
-        return f"_CallScope({self.text!r})"
+        return f"CallScope({self.text!r})"
 
 
 class _CellBase(Module):
@@ -208,7 +208,7 @@ class RNNCell(_CellBase):
     def forward(self, input: Any, hx: Any = None) -> Tensor:
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h = self._state(hx, x, unbatched)
-        with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
+        with record_scope(CallScope(type(self).__name__)):  # one cluster per call
             xw = F.linear(x, self.weight_ih, self.bias_ih)
             h = rnn_step(xw, h, self.weight_hh, self.bias_hh, self.nonlinearity)
         return h.reshape(-1) if unbatched else h
@@ -245,7 +245,7 @@ class GRUCell(_CellBase):
     def forward(self, input: Any, hx: Any = None) -> Tensor:
         x, unbatched = self._check_input(as_input(input, "input", type(self).__name__), hx)
         h = self._state(hx, x, unbatched)
-        with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
+        with record_scope(CallScope(type(self).__name__)):  # one cluster per call
             xw = F.linear(x, self.weight_ih, self.bias_ih)
             h = gru_step(xw, h, self.weight_hh, self.bias_hh, self.reset)
         return h.reshape(-1) if unbatched else h
@@ -282,7 +282,7 @@ class LSTMCell(_CellBase):
             self.weight_ch = None
         if forget_bias and bias:
             assert self.bias_ih is not None and self.bias_hh is not None  # bias=True made them
-            _set_forget_bias(self.bias_ih, self.bias_hh, hidden_size, forget_bias, coupled)
+            set_forget_bias(self.bias_ih, self.bias_hh, hidden_size, forget_bias, coupled)
         place(self, device)
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Tensor, Tensor]:
@@ -290,7 +290,7 @@ class LSTMCell(_CellBase):
         h0, c0 = checks.split_lstm_state("LSTMCell", hx)
         h = self._state(h0, x, unbatched, "h_0")
         c = self._state(c0, x, unbatched, "c_0")
-        with record_scope(_CallScope(type(self).__name__)):  # one cluster per call
+        with record_scope(CallScope(type(self).__name__)):  # one cluster per call
             xw = F.linear(x, self.weight_ih, self.bias_ih)
             h, c = lstm_step(xw, h, c, self.weight_hh, self.bias_hh, self.weight_ch,
                              self.coupled)
@@ -309,7 +309,7 @@ class LSTMCell(_CellBase):
         return s
 
 
-def _set_forget_bias(bias_ih: Tensor, bias_hh: Tensor, H: int, value: float,
+def set_forget_bias(bias_ih: Tensor, bias_hh: Tensor, H: int, value: float,
                      coupled: bool) -> None:
     """Forget-gate slice (block 1 in i,f,g,o; block 0 in f,g,o) of b_ih = value, b_hh = 0."""
     start = 0 if coupled else H

@@ -71,7 +71,7 @@ from ..creation import split, stack, where
 from ..tensor import Tensor
 from . import _checks as checks
 from .cells import (
-    _CallScope, _set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
+    CallScope, set_forget_bias, as_state, gru_step, lstm_step, rnn_step,
     zero_state,
 )
 from .layers import as_input, place
@@ -201,7 +201,7 @@ class RNNBase(Module):
                     data = self._rng.uniform(-k, k, size=shape).astype(dtype)
                     setattr(self, base + sfx, Parameter(data))
                 if self.mode == "LSTM" and forget_bias and bias:
-                    _set_forget_bias(getattr(self, "bias_ih" + sfx),
+                    set_forget_bias(getattr(self, "bias_ih" + sfx),
                                      getattr(self, "bias_hh" + sfx), hidden_size,
                                      forget_bias, coupled)
 
@@ -315,7 +315,7 @@ class RNNBase(Module):
                     # step) for tr.viz.graph; the labels change no result
                     label = f"{type(self).__name__} layer {layer}" + (
                         ", reverse" if direction else "")
-                    with record_scope(_CallScope(label)):
+                    with record_scope(CallScope(label)):
                         hs, hT, cT = self._run_autograd(layer_input, h0, c0, params, valid,
                                                         bool(direction), recorder,
                                                         (layer, direction))

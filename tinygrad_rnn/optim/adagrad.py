@@ -7,7 +7,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, check_nonneg, _check_torch_flags, _new_step_counter,
+    Optimizer, ParamsT, check_nonneg, check_torch_flags, new_step_counter,
 )
 
 __all__ = ["Adagrad"]
@@ -47,7 +47,7 @@ class Adagrad(Optimizer):
         Maximize the objective instead of minimizing it.
     foreach, differentiable, fused
         torch's implementation switches, keyword only: ``foreach`` is accepted without
-        effect, the others only at their defaults (see ``_check_torch_flags`` in
+        effect, the others only at their defaults (see ``check_torch_flags`` in
         :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
@@ -65,7 +65,7 @@ class Adagrad(Optimizer):
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
-        _check_torch_flags("Adagrad", foreach=foreach, fused=fused,
+        check_torch_flags("Adagrad", foreach=foreach, fused=fused,
                            differentiable=differentiable)
         defaults = {
             "lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
@@ -95,7 +95,7 @@ class Adagrad(Optimizer):
     @staticmethod
     def _init_state(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         xp = get_array_module(p._data)
-        state["step"] = _new_step_counter()
+        state["step"] = new_step_counter()
         state["sum"] = xp.full(p.shape, float(group["initial_accumulator_value"]),
                                dtype=p.dtype)
 

@@ -9,9 +9,9 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, check_nonneg, _check_torch_flags, _check_unit_interval,
-    _lerp_,
-    _new_step_counter,
+    Optimizer, ParamsT, check_nonneg, check_torch_flags, check_unit_interval,
+    lerp_,
+    new_step_counter,
 )
 
 __all__ = ["Adam", "AdamW"]
@@ -60,7 +60,7 @@ class Adam(Optimizer):
         Decay the weights directly (AdamW) instead of adding lambda theta to the gradient.
     foreach, capturable, differentiable, fused
         torch's implementation switches, keyword only: ``foreach`` is accepted without
-        effect, the others only at their defaults (see ``_check_torch_flags`` in
+        effect, the others only at their defaults (see ``check_torch_flags`` in
         :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
@@ -89,7 +89,7 @@ class Adam(Optimizer):
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
-        _check_torch_flags(type(self).__name__, foreach=foreach, fused=fused,
+        check_torch_flags(type(self).__name__, foreach=foreach, fused=fused,
                            capturable=capturable, differentiable=differentiable)
         defaults = {
             "lr": lr, "betas": _pair(type(self).__name__, betas), "eps": eps,
@@ -107,8 +107,8 @@ class Adam(Optimizer):
         group["eps"] = check_nonneg(where, "epsilon value", "eps", group["eps"])
         betas = _pair(where, group["betas"])
         group["betas"] = (
-            _check_unit_interval(where, "beta parameter at index 0", "betas[0]", betas[0]),
-            _check_unit_interval(where, "beta parameter at index 1", "betas[1]", betas[1]),
+            check_unit_interval(where, "beta parameter at index 0", "betas[0]", betas[0]),
+            check_unit_interval(where, "beta parameter at index 1", "betas[1]", betas[1]),
         )
         group["weight_decay"] = check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
@@ -119,7 +119,7 @@ class Adam(Optimizer):
                 group: dict[str, Any]) -> None:
         xp = get_array_module(p._data)
         if len(state) == 0:
-            state["step"] = _new_step_counter()
+            state["step"] = new_step_counter()
             state["exp_avg"] = xp.zeros_like(p._data)
             state["exp_avg_sq"] = xp.zeros_like(p._data)
             if group["amsgrad"]:
@@ -139,7 +139,7 @@ class Adam(Optimizer):
             else:
                 g = g + weight_decay * p._data                 # g_t <- g_t + lambda theta
 
-        _lerp_(exp_avg, g, 1.0 - beta1)                       # m_t
+        lerp_(exp_avg, g, 1.0 - beta1)                       # m_t
         exp_avg_sq *= beta2                                   # v_t = beta2 v_{t-1}
         work = xp.multiply(g, 1.0 - beta2, out=xp.empty_like(p._data))  # + ((1 - beta2) g_t) g_t
         work *= g

@@ -92,7 +92,7 @@ ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]]
 _STEP_DTYPE = np.float32
 
 
-def _new_step_counter() -> np.ndarray:
+def new_step_counter() -> np.ndarray:
     """A fresh step counter (0-d float32 host array holding 0), as torch stores ``step``."""
     return np.zeros((), dtype=_STEP_DTYPE)
 
@@ -106,7 +106,7 @@ def grad_array(param: Tensor) -> Any:
     return param._grad
 
 
-def _lerp_(start: Any, end: Any, weight: float) -> None:
+def lerp_(start: Any, end: Any, weight: float) -> None:
     """In place: ``start <- start + weight * (end - start)`` (linear interpolation), in
     torch's order of operations (``Tensor.lerp_`` on the CPU).
 
@@ -604,7 +604,7 @@ def check_nonneg(where: str, what: str, name: str, value: Any) -> Any:
     return value
 
 
-def _check_finite(where: str, what: str, name: str, value: Any) -> Any:
+def check_finite(where: str, what: str, name: str, value: Any) -> Any:
     """``value`` checked to be a finite real number (any sign) and returned."""
     value = _real(where, name, value)
     if not math.isfinite(_as_float(value)):
@@ -612,7 +612,7 @@ def _check_finite(where: str, what: str, name: str, value: Any) -> Any:
     return value
 
 
-def _check_unit_interval(where: str, what: str, name: str, value: Any) -> Any:
+def check_unit_interval(where: str, what: str, name: str, value: Any) -> Any:
     """``value`` checked to be a real number with 0 <= value < 1 and returned."""
     value = _real(where, name, value)
     if not 0.0 <= _as_float(value) < 1.0:
@@ -620,7 +620,7 @@ def _check_unit_interval(where: str, what: str, name: str, value: Any) -> Any:
     return value
 
 
-def _check_torch_flags(where: str, foreach: Any = None, fused: Any = None,
+def check_torch_flags(where: str, foreach: Any = None, fused: Any = None,
                        capturable: Any = False, differentiable: Any = False) -> None:
     """Check torch's implementation switches, accepted so that torch programs run unchanged.
 

@@ -9,8 +9,8 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, check_nonneg, _check_torch_flags, _lerp_,
-    _new_step_counter,
+    Optimizer, ParamsT, check_nonneg, check_torch_flags, lerp_,
+    new_step_counter,
 )
 
 __all__ = ["RMSprop"]
@@ -59,7 +59,7 @@ class RMSprop(Optimizer):
     capturable, foreach, differentiable
         torch's implementation switches (positional, as in torch): ``foreach`` is
         accepted without effect, the others only at their defaults (see
-        ``_check_torch_flags`` in :mod:`tinygrad_rnn.optim.optimizer`).
+        ``check_torch_flags`` in :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
     -----
@@ -89,7 +89,7 @@ class RMSprop(Optimizer):
                  centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        _check_torch_flags("RMSprop", foreach=foreach, capturable=capturable,
+        check_torch_flags("RMSprop", foreach=foreach, capturable=capturable,
                            differentiable=differentiable)
         defaults = {
             "lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
@@ -121,7 +121,7 @@ class RMSprop(Optimizer):
         weight_decay = float(group["weight_decay"])
         momentum = float(group["momentum"])
         if len(state) == 0:
-            state["step"] = _new_step_counter()
+            state["step"] = new_step_counter()
             state["square_avg"] = xp.zeros_like(p._data)
             if momentum > 0:
                 state["momentum_buffer"] = xp.zeros_like(p._data)
@@ -142,7 +142,7 @@ class RMSprop(Optimizer):
             if "grad_avg" not in state:  # switched on after the state was made
                 state["grad_avg"] = xp.zeros_like(p._data)
             grad_avg = state["grad_avg"]
-            _lerp_(grad_avg, g, 1.0 - alpha)                  # gbar_t
+            lerp_(grad_avg, g, 1.0 - alpha)                  # gbar_t
             xp.multiply(grad_avg, grad_avg, out=work)
             # torch rounds v_t - gbar_t^2 once (a fused multiply-add), so where v_t is inf
             # and gbar_t is finite the difference is inf even when gbar_t^2 alone overflows:

@@ -7,7 +7,7 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 from .. import _validate
 from .optimizer import (
-    Optimizer, ParamsT, _check_finite, check_nonneg, _check_torch_flags,
+    Optimizer, ParamsT, check_finite, check_nonneg, check_torch_flags,
 )
 
 __all__ = ["SGD"]
@@ -51,7 +51,7 @@ class SGD(Optimizer):
         Maximize the objective (ascend the gradient) instead of minimizing it.
     foreach, differentiable, fused
         torch's implementation switches, keyword only: ``foreach`` is accepted without
-        effect, the others only at their defaults (see ``_check_torch_flags`` in
+        effect, the others only at their defaults (see ``check_torch_flags`` in
         :mod:`tinygrad_rnn.optim.optimizer`).
 
     State
@@ -74,7 +74,7 @@ class SGD(Optimizer):
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False, foreach: bool | None = None,
                  differentiable: bool = False, fused: bool | None = None) -> None:
-        _check_torch_flags("SGD", foreach=foreach, fused=fused,
+        check_torch_flags("SGD", foreach=foreach, fused=fused,
                            differentiable=differentiable)
         defaults = {
             "lr": lr, "momentum": momentum, "dampening": dampening,
@@ -89,7 +89,7 @@ class SGD(Optimizer):
         super()._check_group(group, where)
         group["momentum"] = check_nonneg(where, "momentum value", "momentum",
                                           group["momentum"])
-        group["dampening"] = _check_finite(where, "dampening value", "dampening",
+        group["dampening"] = check_finite(where, "dampening value", "dampening",
                                            group["dampening"])
         group["weight_decay"] = check_nonneg(where, "weight_decay value", "weight_decay",
                                               group["weight_decay"])
