@@ -322,6 +322,7 @@ def _topological_order(root: Context) -> list[Context]:
     visited: set[int] = set()
     stack: list[tuple[Context, bool]] = [(root, False)]
     rebased = REBASES.value != 0  # no recorded in-place write yet: no input has a history
+    # exercise: topological_order begin
     while stack:
         node, children_done = stack.pop()
         if children_done:
@@ -349,6 +350,7 @@ def _topological_order(root: Context) -> list[Context]:
             if parent is not None and id(parent) not in visited:
                 stack.append((parent, False))
     return order
+    # exercise: end
 
 
 

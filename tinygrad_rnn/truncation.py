@@ -128,6 +128,7 @@ def windows(T: int, schedule: Truncation) -> list[Window]:
     _check_schedule("windows", schedule)
     T = int(T)
     k1, k2 = schedule.k1, schedule.k2
+    # exercise: truncation_windows begin
     stops = list(range(k1, T + 1, k1))
     if not stops or stops[-1] != T:
         stops.append(T)
@@ -142,6 +143,7 @@ def windows(T: int, schedule: Truncation) -> list[Window]:
         out.append(Window(start=start, loss_start=prev, stop=stop, carry=carry))  # (TB3)
         prev = stop  # a_{j+1} = b_j: the loss ranges partition [0, T) (TB4)
     return out
+    # exercise: end
 
 
 def detach_state(state: Any) -> Any:

@@ -132,6 +132,7 @@ def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
     (E7) dW_ih = da_t^T x_t, dW_hh = da_t^T h_prev, db = sum_n da_t.
     """
     checks.step_backward("rnn_step_backward", cache, RNNStepCache, dh_t=dh_t)
+    # exercise: rnn_step_backward begin
     if cache.nonlinearity == "tanh":
         da_t = dh_t * (1 - cache.h_t * cache.h_t)                     # (E4)
     else:
@@ -144,6 +145,7 @@ def rnn_step_backward(dh_t: Array, cache: RNNStepCache) -> RNNStepGrads:
     dbias_ih = db if cache.has_bias_ih else None
     dbias_hh = db.copy() if cache.has_bias_hh else None
     return RNNStepGrads(dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh)
+    # exercise: end
 
 
 # --------------------------------------------------------------------------------------------

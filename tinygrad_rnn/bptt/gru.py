@@ -169,6 +169,7 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
     :class:`GRUStepGrads` (dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh).
     """
     checks.step_backward("gru_step_backward", cache, GRUStepCache, dh_t=dh_t)
+    # exercise: gru_step_backward begin
     xp = get_array_module(dh_t, cache.h_t)
     c = cache
     H = int(c.h_t.shape[1])
@@ -196,6 +197,7 @@ def gru_step_backward(dh_t: Array, cache: GRUStepCache) -> GRUStepGrads:
     db_ih = pairwise_sum(da_x, (0,))
     dbias_ih, dbias_hh = bias_grads(db_ih, c.has_bias_ih, c.has_bias_hh, db_hh)
     return GRUStepGrads(dx_t, dh_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh)
+    # exercise: end
 
 
 # --------------------------------------------------------------------------------------------

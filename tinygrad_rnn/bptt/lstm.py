@@ -178,6 +178,7 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     dbias_hh, dweight_ch).
     """
     checks.step_backward("lstm_step_backward", cache, LSTMStepCache, dh_t=dh_t, dc_t=dc_t)
+    # exercise: lstm_step_backward begin
     c = cache
     xp = get_array_module(dh_t, c.h_t)
     H = int(c.h_t.shape[1])
@@ -220,6 +221,7 @@ def lstm_step_backward(dh_t: Array, dc_t: Array | None, cache: LSTMStepCache) ->
     dbias_ih, dbias_hh = bias_grads(pairwise_sum(da, (0,)), c.has_bias_ih, c.has_bias_hh)
     return LSTMStepGrads(dx_t, dh_prev, dc_prev, dweight_ih, dweight_hh, dbias_ih, dbias_hh,
                          dweight_ch)
+    # exercise: end
 
 
 # --------------------------------------------------------------------------------------------

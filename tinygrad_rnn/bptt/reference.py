@@ -72,12 +72,14 @@ def elman_backward_reference(dhs: Array | None, dh_n: Array | None, caches: list
     dh_all: list[Any] = [None] * T
     dx: list[Any] = [None] * T
     steps: list[Any] = [None] * T
+    # exercise: bptt_loop_elman begin
     for t in reversed(range(T)):
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried)
         dh_t = dy_t + carried                           # (E3) loss at t + carried from t+1
         steps[t] = rnn_step_backward(dh_t, caches[t])   # (E4)-(E7), one step
         carried = steps[t].dh_prev                      # (E5) what step t sends to t-1; (VG4)
         dh_all[t], dx[t] = dh_t, steps[t].dx_t
+    # exercise: end
     return RNNGrads(xp.stack(dx), carried,
                     _sum_steps(steps, "dweight_ih"), _sum_steps(steps, "dweight_hh"),  # (E7)
                     _sum_steps(steps, "dbias_ih"), _sum_steps(steps, "dbias_hh"),
@@ -107,12 +109,14 @@ def gru_backward_reference(dhs: Array | None, dh_n: Array | None, caches: list) 
     dh_all: list[Any] = [None] * T
     dx: list[Any] = [None] * T
     steps: list[Any] = [None] * T
+    # exercise: bptt_loop_gru begin
     for t in reversed(range(T)):
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried)
         dh_t = dy_t + carried                           # (G5) loss at t + carried from t+1
         steps[t] = gru_step_backward(dh_t, caches[t])   # (G6)-(G11), one step
         carried = steps[t].dh_prev                      # (G9) what step t sends to t-1
         dh_all[t], dx[t] = dh_t, steps[t].dx_t
+    # exercise: end
     return GRUGrads(xp.stack(dx), carried,
                     _sum_steps(steps, "dweight_ih"), _sum_steps(steps, "dweight_hh"),  # (G11)
                     _sum_steps(steps, "dbias_ih"), _sum_steps(steps, "dbias_hh"),
@@ -157,6 +161,7 @@ def lstm_backward_reference(dhs: Array | None, dh_n: Array | None, dc_n: Array |
     dc_all: list[Any] = [None] * T
     dx: list[Any] = [None] * T
     steps: list[Any] = [None] * T
+    # exercise: bptt_loop_lstm begin
     for t in reversed(range(T)):
         dy_t = _or_zeros(None if dhs is None else dhs[t], carried_h)
         dh_t = dy_t + carried_h                         # (L7) loss at t + carried from t+1
@@ -164,6 +169,7 @@ def lstm_backward_reference(dhs: Array | None, dh_n: Array | None, dc_n: Array |
         steps[t] = lstm_step_backward(dh_t, carried_c, caches[t])           # (L8)-(L13)
         carried_h, carried_c = steps[t].dh_prev, steps[t].dc_prev           # (L12), (L11)
         dh_all[t], dx[t] = dh_t, steps[t].dx_t
+    # exercise: end
     return LSTMGrads(xp.stack(dx), carried_h, carried_c,
                      _sum_steps(steps, "dweight_ih"), _sum_steps(steps, "dweight_hh"),  # (L13)
                      _sum_steps(steps, "dbias_ih"), _sum_steps(steps, "dbias_hh"),

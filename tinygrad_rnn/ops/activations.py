@@ -23,8 +23,10 @@ class ReLU(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
+        # exercise: relu_backward begin
         (y,) = ctx.saved_arrays
         return g * (y > 0).astype(g.dtype)  # (AC7): (AC2) with relu' = 1[y > 0]
+        # exercise: end
 
 
 class Tanh(Function):
@@ -40,8 +42,10 @@ class Tanh(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
+        # exercise: tanh_backward begin
         (y,) = ctx.saved_arrays
         return g * (1 - y * y)  # (AC3): (AC2) with tanh' = 1 - y^2
+        # exercise: end
 
 
 def stable_sigmoid(x: Any) -> Any:
@@ -104,8 +108,10 @@ class Sigmoid(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
+        # exercise: sigmoid_backward begin
         (y,) = ctx.saved_arrays
         return g * y * (1 - y)  # (AC4): (AC2) with sigma' = y (1 - y)
+        # exercise: end
 
 
 def _mask_dtype_error(op: str, mask: Any, x_shape: tuple) -> TypeError:
@@ -206,9 +212,11 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
+        # exercise: softmax_backward begin
         (y,) = ctx.saved_arrays
         gy = g * y
         return gy - y * gy.sum(axis=ctx.axis, keepdims=True)  # (SM5), (A9)
+        # exercise: end
 
 
 class LogSoftmax(Function):
@@ -250,8 +258,10 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> Any:
+        # exercise: log_softmax_backward begin
         (p,) = ctx.saved_arrays
         xp = get_array_module(g)
         if ctx.valid is not None:
             g = xp.where(ctx.valid, g, xp.zeros((), dtype=g.dtype))
         return g - p * g.sum(axis=ctx.axis, keepdims=True)  # (SM8)
+        # exercise: end

@@ -65,10 +65,12 @@ def scaled_dot_scores_forward(q: Any, k: Any) -> Any:
 
 def scaled_dot_scores_backward(G: Any, q: Any, k: Any) -> tuple:
     """(dQ, dK) of :func:`scaled_dot_scores_forward` for G = dL/dS."""
+    # exercise: scaled_dot_scores_backward begin
     scale = 1.0 / math.sqrt(k.shape[-1])
     dq = (G @ k) * scale                                                 # (A5) G K / sqrt(d)
     dk = _t(G) @ (q * scale)                                             # (A5) G^T Q / sqrt(d)
     return dq, dk
+    # exercise: end
 
 
 def bilinear_scores_forward(q: Any, k: Any, weight: Any) -> Any:
@@ -109,6 +111,7 @@ def additive_scores_forward(q: Any, k: Any, w_q: Any, b: Any, w_k: Any,
 
 def additive_scores_backward(G: Any, cache: AdditiveCache) -> tuple:
     """(dQ, dK, dW_q, db, dW_k, dv) of :func:`additive_scores_forward` for G = dL/dS."""
+    # exercise: additive_scores_backward begin
     q, k, w_q, w_k, v, u = cache
     r = v * (1 - u * u)                                                  # (A7) r_ij = ds_ij/da_ij
     Gr = G[..., None] * r                                                # (N, Tq, Tk, H) G_ij r_ij
@@ -121,6 +124,7 @@ def additive_scores_backward(G: Any, cache: AdditiveCache) -> tuple:
     dw_q = _batch_sum(_t(Gr_i) @ q, 2)                                   # sum G_ij r_ij q_i^T
     dw_k = _batch_sum(_t(Gr_j) @ k, 2)                                   # sum G_ij r_ij k_j^T
     return dq, dk, dw_q, db, dw_k, dv
+    # exercise: end
 
 
 # ----------------------------------------------------------------------- masked softmax
@@ -142,7 +146,9 @@ def masked_softmax_forward(s: Any, keep: Any = None) -> Any:
 def masked_softmax_backward(g: Any, alpha: Any) -> Any:
     """dL/ds for g = dL/dalpha: the VJP of J = diag(alpha) - alpha alpha^T (A8), row by row.
     A masked entry has alpha = 0 and gets exactly 0."""
+    # exercise: masked_softmax_backward begin
     return alpha * (g - (alpha * g).sum(axis=-1, keepdims=True))         # (A9)
+    # exercise: end
 
 
 # ------------------------------------------------------------------------- weighted sum
@@ -153,9 +159,11 @@ def weighted_sum_forward(alpha: Any, values: Any) -> Any:
 
 def weighted_sum_backward(dc: Any, alpha: Any, values: Any) -> tuple:
     """(dalpha, dV) of :func:`weighted_sum_forward` for dc = dL/dC."""
+    # exercise: weighted_sum_backward begin
     dalpha = dc @ _t(values)                                             # (A11) dA = dC V^T
     dvalues = _t(alpha) @ dc                                             # (A11) dV = A^T dC
     return dalpha, dvalues
+    # exercise: end
 
 
 # ------------------------------------------------------------------------ the whole pass

@@ -136,6 +136,7 @@ def sum_to_shape(grad: Any, shape: tuple) -> Any:
             f"sum_to_shape: gradient of shape {grad.shape} has fewer dimensions than the "
             f"target shape {shape}"
         )
+    # exercise: sum_to_shape begin
     axes = list(range(lead))  # (BC8) (i): the leading axes broadcasting added
     for i, s in enumerate(shape):
         gs = grad.shape[lead + i]
@@ -147,6 +148,7 @@ def sum_to_shape(grad: Any, shape: tuple) -> Any:
             )
     out = pairwise_sum(grad, tuple(axes), keepdims=True) if axes else grad  # (BC7)
     return out.reshape(shape)
+    # exercise: end
 
 
 #: Along an axis of at most this many entries, :func:`pairwise_sum` lets the array module add

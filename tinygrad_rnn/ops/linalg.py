@@ -63,6 +63,7 @@ class MatMul(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
+        # exercise: matmul_backward begin
         a, b = ctx.saved_arrays
         a2 = a[None, :] if a.ndim == 1 else a  # (.., n, k)  (BC4): a vector is a row
         b2 = b[:, None] if b.ndim == 1 else b  # (.., k, m)  (BC4): or a column
@@ -87,3 +88,4 @@ class MatMul(Function):
             # (BC3) A^T G; a weight shared by a batch sums over it (BC5)
             db = sum_to_shape(_swap(a2) @ g2, b2.shape).reshape(b.shape)
         return da, db
+        # exercise: end

@@ -130,6 +130,7 @@ class Adam(Optimizer):
         weight_decay = float(group["weight_decay"])
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
 
+        # exercise: adam_step begin
         state["step"] += 1
         t = float(state["step"])
         g = -grad if group["maximize"] else grad              # never modified in place
@@ -161,6 +162,7 @@ class Adam(Optimizer):
         work += eps                                           #         + eps
         xp.divide(exp_avg * (-step_size), work, out=work)     # (-step_size m_t) / denom
         p.add_(work)
+        # exercise: end
 
 
 def _pair(where: str, betas: Any) -> tuple[Any, Any]:

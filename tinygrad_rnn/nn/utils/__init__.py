@@ -335,6 +335,7 @@ def _checked_max_norm(max_norm: Any, where: str) -> float:
 def _scale_grads(grads: list[Any], max_norm: float, total_norm: Any, xp: Any) -> None:
     """``g *= min(1, max_norm / (total_norm + 1e-6))`` for every g; ``total_norm`` is a 0-d
     float64 array of ``xp``, so on a device the coefficient never leaves it."""
+    # exercise: clip_grad_norm begin
     clip_coef = xp.minimum(max_norm / (total_norm + 1e-6), 1.0)   # clamp(max=1); NaN stays
     if xp is np and clip_coef == 1.0:
         return      # on the host this test is free: skip multiplying by exactly 1
@@ -344,6 +345,7 @@ def _scale_grads(grads: list[Any], max_norm: float, total_norm: Any, xp: Any) ->
             if g.dtype not in coef_as:
                 coef_as[g.dtype] = clip_coef.astype(g.dtype)
             g *= coef_as[g.dtype]
+    # exercise: end
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
