@@ -771,7 +771,8 @@ def run_cli(args: argparse.Namespace) -> int:
                         progress=lambda r: print(f"  {r.task}: {'pass' if r.passed else 'FAIL'}"
                                                  f" ({r.seconds:.1f} s)", file=sys.stderr))
     except (ValueError, FileExistsError, FileNotFoundError) as err:
-        print(f"tinygrad-rnn exercises {args.action}: error: {err}", file=sys.stderr)
+        message = str(err).removeprefix(f"exercises {args.action}: ")
+        print(f"tinygrad-rnn exercises {args.action}: error: {message}", file=sys.stderr)
         return 2
     print(format_scoreboard(results))
     if args.json:
