@@ -222,6 +222,7 @@ def test_a_plausible_wrong_solution_fails_naming_the_worst_entry_and_the_equatio
     assert "(AC3)" in tanh.equation
     lstm_result = results["lstm_step_backward"]
     assert not lstm_result.passed and "worst entry" in lstm_result.failure
+    assert "(gate f, unit" in lstm_result.failure  # the wrong gate, by name
     assert re.search(r"\(L1[0-3]\)", lstm_result.equation), lstm_result.equation
 
 

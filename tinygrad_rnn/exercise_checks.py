@@ -292,9 +292,11 @@ def _loop_check(rng: np.random.Generator, cell: str) -> None:
         return out
 
     eq = {"elman": "E3", "gru": "G5", "lstm": "L7"}[cell]
+    rows = {"elman": None, "gru": GRU_GATES, "lstm": ("i", "f", "g", "o")}[cell]
+    gates = {name: rows for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
     check_vjp(f"{cell}_backward_reference over T={T} steps (loss at every step and on the "
               f"final state)", forward, backward, ins, rng,
-              {name: eq for name in ins})
+              {name: eq for name in ins}, gates)
 
 
 def prop_elman_loop(rng: np.random.Generator) -> None:
