@@ -60,9 +60,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = [
-    "Task", "Check", "Region", "MarkerError", "TaskResult", "TASKS", "BY_NAME",
-    "PACKAGE_DIR", "find_regions", "region_text", "replace_region", "stub_message", "stub_source", "make", "check",
-    "grade_task", "format_scoreboard", "format_list", "add_parser", "run_cli",
+    "Task", "Check", "Region", "MarkerError", "MakeReport", "TaskResult", "TASKS", "BY_NAME",
+    "PACKAGE_DIR", "find_regions", "region_text", "replace_region", "stub_message",
+    "stub_source", "make", "check", "grade_task", "format_scoreboard", "format_list",
+    "add_parser", "run_cli",
 ]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
