@@ -314,3 +314,24 @@ def test_the_private_name_check_finds_both_forms(tmp_path: Path) -> None:
         "tinygrad_rnn/sub/b.py:1 imports _helper from tinygrad_rnn.sub.a",
         "tinygrad_rnn/sub/b.py:5 uses a._helper of tinygrad_rnn.sub.a",
     ]
+
+
+# ----------------------------------------------------------------------------- module length
+#: A module longer than this says at the top of its docstring why it is one module.
+LONG_MODULE = 700
+REASON = re.compile(r"Why (?:one|this) module|Over 700 lines for a reason")
+
+
+def test_every_long_module_states_why_it_is_one_module() -> None:
+    """Issue 15's reading target: a module reads as one idea; one over LONG_MODULE lines
+    states, in its docstring, why it is not split (tensor.py: torch's Tensor API is one
+    class; graph.py: one feature whose stages share one record; ...)."""
+    silent = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > LONG_MODULE:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if not REASON.search(doc):
+                silent.append(f"{path.relative_to(ROOT)} ({len(text.splitlines())} lines)")
+    assert not silent, "long modules that do not say why they are one module: " + \
+        ", ".join(silent)

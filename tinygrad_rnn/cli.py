@@ -36,6 +36,10 @@ they are shown only when stderr is a terminal, so logs and pipes get no bar upda
 
 Exit codes: 0 success, 1 a failed check or demo, 2 a usage error (argparse's convention: bad
 arguments, an unknown demo, ``bench`` outside a source checkout).
+
+Why one module of about 830 lines: every subcommand's parser and dispatch, so ``tinygrad-rnn
+--help`` and the code that answers it are read together; the work itself is done by the
+modules each command calls.
 """
 from __future__ import annotations
 

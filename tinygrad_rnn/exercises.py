@@ -38,6 +38,10 @@ code itself (this module and :mod:`tinygrad_rnn.exercise_checks`) is loaded from
 installation that runs ``check``, so editing a copy's checks changes no grade. Every example
 comes from a NumPy generator seeded by (seed, task, check, example): two runs give the same
 grades, and the same JSON.
+
+Why one module of about 800 lines: the three commands of exercise mode (``list``, ``make``,
+``check``) share the marker scanner and the task table; the checks that grade a task live in
+:mod:`tinygrad_rnn.exercise_checks`.
 """
 from __future__ import annotations
 

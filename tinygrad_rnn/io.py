@@ -121,6 +121,11 @@ Example
 >>> _ = buffer.seek(0)
 >>> tr.load(buffer, map_location="cpu", weights_only=True)
 Tensor([0., 1., 2.], dtype=float64, requires_grad=True)
+
+Why one module of about 1,220 lines: ``torch.save``/``torch.load``'s file format (a zip of
+pickled records and storages) is written and read here under one set of safety rules
+(restricted unpickling, size limits, atomic writes), and the writer and the reader must
+agree on every record, so they are kept side by side.
 """
 from __future__ import annotations
 

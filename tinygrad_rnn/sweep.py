@@ -53,6 +53,10 @@ Results. ``DIR/results.csv`` has one row per point (its values, seed, status, at
 seconds and results); :func:`summary_table` averages the metric over reps and
 ``DIR/summary.png`` plots it against ``x``, one line per ``line`` value, with the spread of
 the reps.
+
+Why one module of about 780 lines: the config, its points, the local and Dask runners,
+resumption and the summary all read the one config record defined here; the experiments a
+sweep runs live in :mod:`tinygrad_rnn.experiments`.
 """
 from __future__ import annotations
 

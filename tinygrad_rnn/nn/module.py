@@ -25,6 +25,10 @@ Example
 ['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
 >>> net.num_parameters()
 21
+
+Why one module of about 830 lines: ``torch.nn.Module``'s API (parameters, buffers,
+submodules, hooks, ``state_dict``, ``train``/``eval``, ``to``) and its containers, which all
+use the registration machinery defined here.
 """
 from __future__ import annotations
 

@@ -30,6 +30,10 @@ Masks (torch's conventions, as :class:`MultiheadAttention`)
 A query whose keys are all masked gets zero attention weights and zero gradient (torch gives
 NaN). Padded positions of the input are computed like any other: torch's nested-tensor fast
 path (inference only) returns zeros there instead.
+
+Why one module of about 800 lines: torch's five Transformer classes, which share their
+argument checks, masks and sublayer construction; the attention itself is
+:mod:`tinygrad_rnn.nn.attention`.
 """
 from __future__ import annotations
 

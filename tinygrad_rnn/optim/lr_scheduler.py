@@ -16,6 +16,9 @@ Counting, as in torch: creating the scheduler performs an initial step, which se
 The schedules are computed recursively from the current ``group['lr']`` (the "chainable"
 form torch uses), so they compose with other changes to the learning rate; each class also
 has the closed form, used by the deprecated ``step(epoch)``.
+
+Why one module of about 780 lines: ``torch.optim.lr_scheduler``'s schedules, which share the
+base class's stepping, ``last_epoch`` and ``state_dict`` rules.
 """
 from __future__ import annotations
 

@@ -67,6 +67,10 @@ its state was created, the state follows it to its device and dtype at the next 
 (an explicit copy). ``state_dict()`` returns copies on the parameters' devices;
 ``load_state_dict`` copies every entry to its parameter's device and dtype, so a state saved
 on one device loads on another.
+
+Why one module of about 730 lines: the ``Optimizer`` base class (parameter groups, state,
+``state_dict``, hooks) and the update helpers every optimizer of :mod:`tinygrad_rnn.optim`
+uses.
 """
 from __future__ import annotations
 

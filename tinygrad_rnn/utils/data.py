@@ -51,6 +51,10 @@ Where it differs, and why
   unless the dataset splits itself with ``get_worker_info``), which one process cannot
   reproduce honestly.
 * ``pin_memory`` is accepted and does nothing: the data are NumPy arrays in host memory.
+
+Why one module of about 960 lines: ``torch.utils.data`` in one place, where torch's users
+look for it: datasets, samplers, batching and the ``DataLoader`` that combines them, which
+share their argument checks.
 """
 from __future__ import annotations
 
