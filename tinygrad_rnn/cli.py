@@ -59,6 +59,7 @@ from typing import Any, Callable, Sequence
 from .training import PROGRESS_ENV, progress_enabled
 
 __all__ = ["main", "build_parser", "source_root", "available_demos", "demo_options",
+           "add_demo_options",
            "progress_enabled"]
 
 EPILOG = """\
@@ -138,9 +139,17 @@ def available_demos(folder: Path | None = None) -> list[str]:
 
 
 def demo_options(path: Path) -> set[str]:
-    """The option strings (``--quick``, ...) a script's argparse declares, read from its
-    source with :mod:`ast` (the script is not run)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    """The option strings (``--quick``, ...) a demo's command line declares: the options of
+    its ``build_parser()`` when it has one (the shared ones come from
+    :func:`add_demo_options`), else those its source passes to ``add_argument`` (read with
+    :mod:`ast`; the script is not run). ``-h``/``--help`` are left out."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
+    if any(isinstance(node, ast.FunctionDef) and node.name == "build_parser"
+           for node in tree.body):
+        parser = _load_script(path, "_tinygrad_rnn_options_").build_parser()
+        return {option for action in parser._actions for option in action.option_strings
+                if option not in ("-h", "--help")}
     options: set[str] = set()
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -150,6 +159,23 @@ def demo_options(path: Path) -> set[str]:
                         and arg.value.startswith("-"):
                     options.add(arg.value)
     return options
+
+
+def add_demo_options(parser: argparse.ArgumentParser, *, runs: str,
+                     run_dir: bool = True, progress: bool = True) -> None:
+    """The options the training demos share, in one wording: ``--device`` (``runs``: what
+    runs there, e.g. "the networks"), ``--run-dir`` and ``--no-progress``."""
+    parser.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
+                        help=f"where {runs} run (default cpu); cuda needs CuPy and a GPU")
+    if run_dir:
+        parser.add_argument("--run-dir", metavar="DIR", default=None,
+                            help="write a run folder here: the demo's manifest, and one run "
+                                 "folder per trained model (metrics.csv); redraw with "
+                                 "tinygrad-rnn plot DIR")
+    if progress:
+        parser.add_argument("--no-progress", action="store_true",
+                            help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; "
+                                 "they are off anyway when stderr is not a terminal)")
 
 
 def _load_script(path: Path, prefix: str) -> ModuleType:

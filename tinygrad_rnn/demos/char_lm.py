@@ -48,7 +48,8 @@ import time
 import numpy as np
 
 import tinygrad_rnn as tr
-from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
+from tinygrad_rnn.cli import (add_demo_options, out_folder, progress_enabled, run_demo,
+                              whole_number)
 from tinygrad_rnn import runs, viz
 from tinygrad_rnn.truncation import chunked
 from tinygrad_rnn.data import char_corpus, lm_stream
@@ -197,14 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-chars", type=whole_number(MIN_CHARS), default=None, metavar="N",
                    help=f"use only the first N characters of the corpus (N >= {MIN_CHARS:,}; "
                         "default 300,000 quick, all full)")
-    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
-                   help="where the neural models run (default cpu); cuda needs CuPy and a GPU")
-    p.add_argument("--run-dir", metavar="DIR", default=None,
-                   help="write a run folder here: the demo's manifest, and one run folder per "
-                        "trained model (metrics.csv); redraw with tinygrad-rnn plot DIR")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
-                        "off anyway when stderr is not a terminal)")
+    add_demo_options(p, runs="the neural models")
     return p
 
 

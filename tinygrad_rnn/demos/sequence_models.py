@@ -50,7 +50,8 @@ import time
 import numpy as np
 
 import tinygrad_rnn as tr
-from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
+from tinygrad_rnn.cli import (add_demo_options, out_folder, progress_enabled, run_demo,
+                              whole_number)
 from tinygrad_rnn import viz
 from tinygrad_rnn.data import recall_first
 from tinygrad_rnn.lm import ConvLM, KVCache, RNNLM, TransformerLM, lm_loss
@@ -287,11 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default out/sequence_models)")
     p.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
                    help="seed (>= 0) of the data and the initial weights (default 0)")
-    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
-                   help="where the networks run (default cpu); cuda needs CuPy and a GPU")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
-                        "off anyway when stderr is not a terminal)")
+    add_demo_options(p, runs="the networks", run_dir=False)
     return p
 
 

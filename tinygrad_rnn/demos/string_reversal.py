@@ -44,7 +44,8 @@ import time
 import numpy as np
 
 import tinygrad_rnn as tr
-from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
+from tinygrad_rnn.cli import (add_demo_options, out_folder, progress_enabled, run_demo,
+                              whole_number)
 from tinygrad_rnn import decoding, runs, viz
 from tinygrad_rnn.data import ReversalTask, reversal_examples, reversal_task
 
@@ -128,14 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=whole_number(1), default=None, metavar="N",
                         help="updates per model (>= 1; default 600 with --quick, 2500 "
                              "without); a small number makes a fast smoke test")
-    parser.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
-                        help="where the models run (default cpu); cuda needs CuPy and a GPU")
-    parser.add_argument("--run-dir", metavar="DIR", default=None,
-                        help="write a run folder here: the demo's manifest, and one run "
-                             "folder per model (metrics.csv); redraw with tinygrad-rnn plot")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they "
-                             "are off anyway when stderr is not a terminal)")
+    add_demo_options(parser, runs="the models")
     return parser
 
 

@@ -44,7 +44,8 @@ import time
 import numpy as np
 
 import tinygrad_rnn as tr
-from tinygrad_rnn.cli import out_folder, progress_enabled, run_demo, whole_number
+from tinygrad_rnn.cli import (add_demo_options, out_folder, progress_enabled, run_demo,
+                              whole_number)
 from tinygrad_rnn import monitor as mon
 from tinygrad_rnn import runs
 from tinygrad_rnn import viz
@@ -194,14 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "out/vanishing_gradients)")
     p.add_argument("--seed", type=whole_number(0), default=0, metavar="N",
                    help="seed (>= 0) of the data and the initial weights (default 0)")
-    p.add_argument("--device", choices=("cpu", "cuda", "standin"), default="cpu",
-                   help="where the networks run (default cpu); cuda needs CuPy and a GPU")
-    p.add_argument("--run-dir", metavar="DIR", default=None,
-                   help="write a run folder here: the demo's manifest, and one run folder per "
-                        "trained model (metrics.csv); redraw with tinygrad-rnn plot DIR")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress bars (TINYGRAD_RNN_PROGRESS=0 does the same; they are "
-                        "off anyway when stderr is not a terminal)")
+    add_demo_options(p, runs="the networks")
     return p
 
 
