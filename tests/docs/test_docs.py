@@ -296,7 +296,7 @@ def test_reference_checkers_reject_what_does_not_exist() -> None:
 
 # ----------------------------------------------------------------------------- (c) links
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.M)
+REF_DEF = re.compile(r"^[ \t]{0,3}\[[^\]]+\]:[ \t]*<?(\S+?)>?(?:[ \t]+.*)?$", re.M)
 HTML_SRC = re.compile(r"<(?:img|a)\b[^>]*?\b(?:src|href)\s*=\s*\"([^\"]+)\"", re.I)
 
 
@@ -402,3 +402,10 @@ def test_all_checks_saw_something() -> None:
                  "docs/broadcasting.md"):
         assert any(rel(d) == page for d, _, _ in TEST_REFS), page
         assert any(rel(d) == page for d, _, _ in CODE_REFS), page
+
+
+def test_reference_definitions_on_consecutive_lines_are_all_found() -> None:
+    """Regression: the pattern's trailing whitespace once matched the newline and swallowed
+    the next definition, so every second one of a block went unchecked."""
+    block = "[a]: one.md\n[b]: two.md \"title\"\n  [c]: <three.md>\n[d]:four.md\n"
+    assert REF_DEF.findall(block) == ["one.md", "two.md", "three.md", "four.md"]
