@@ -310,6 +310,12 @@ def check_recurrent_input(name: str, x: Tensor, input_size: int, weight: Tensor)
             f"{name}: input of shape {x.shape} has feature size {x.shape[-1]}, "
             f"expected input_size={input_size}"
         )
+    _check_like_parameters(name, x, weight, ".double()/.float()")
+
+
+def _check_like_parameters(name: str, x: Tensor, weight: Tensor, convert: str) -> None:
+    """The input ``x`` of the layer or cell ``name`` on the device and in the dtype of its
+    parameters (``weight``); ``convert`` names the module methods the dtype error suggests."""
     if x.device != weight.device:
         raise RuntimeError(
             f"{name}: the input is on {x.device} but the parameters are on "
@@ -318,7 +324,7 @@ def check_recurrent_input(name: str, x: Tensor, input_size: int, weight: Tensor)
     if x.dtype != weight.dtype:
         raise TypeError(
             f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
-            f"{weight.dtype} (convert the input, or the module with .double()/.float())"
+            f"{weight.dtype} (convert the input, or the module with {convert})"
         )
 
 
@@ -411,16 +417,7 @@ def check_cell_input(name: str, x: Tensor, input_size: int, weight: Tensor) -> N
             f"{name}: expected input of shape (N, {input_size}) or "
             f"({input_size},), got {x.shape}"
         )
-    if x.device != weight.device:
-        raise RuntimeError(
-            f"{name}: the input is on {x.device} but the parameters are on "
-            f"{weight.device}; move the input with .to() or the module with .to()"
-        )
-    if x.dtype != weight.dtype:
-        raise TypeError(
-            f"{name}: input dtype {x.dtype} does not match the parameters' dtype "
-            f"{weight.dtype} (convert the input, or the module with .double())"
-        )
+    _check_like_parameters(name, x, weight, ".double()")
 
 
 def check_cell_state(name: str, hx: Tensor, x: Tensor, hidden_size: int, unbatched: bool,
