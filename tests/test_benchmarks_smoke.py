@@ -1,18 +1,23 @@
 """Smoke tests of benchmarks/recurrent.py at toy sizes (T=3, H=8, one repetition).
 
 They check that the benchmark's functions run and produce the table rows, that every
-contestant computes the same loss from the same weights, and the timing and memory helpers'
-logic. They assert nothing about speed.
+contestant computes the same loss from the same weights, that the GEMM floor does the fused
+step's matrix products, the timing and memory helpers' logic and the targets' verdicts.
+They assert nothing about speed.
 """
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pytest
 
 from benchmarks import _harness as hz
 from benchmarks import recurrent as bench
+
+if TYPE_CHECKING:
+    from benchmarks import programs
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "rnn": "Elman"}
 
@@ -36,14 +41,24 @@ def test_timing_without_torch_gives_our_rows_only() -> None:
     records = bench.run_timing(tiny(torch=False), threads=1, torch=None)
     rows = bench.timing_rows(records)
     assert [(r["cell"], r["contestant"]) for r in rows] == [
-        (LABELS[c], e) for c in ("lstm", "gru", "rnn") for e in ("fused", "autograd")]
+        (LABELS[c], e) for c in ("lstm", "gru", "rnn")
+        for e in ("fused", "autograd", "GEMM floor")]
     for r in rows:
         assert float(r["ms"]) > 0 and float(r["cpu ms"]) >= 0
         assert r["reps"] == "1" and r["x torch.nn"] == "-" and r["H"] == "8"
+        assert r["x floor"].endswith("x") and float(r["x floor"][:-1]) > 0
+        assert r["target"] == "" and r["check"] == ""       # no goal at H = 8
+    assert {r["x floor"] for r in rows if r["contestant"] == "GEMM floor"} == {"1.00x"}
     for cell, members in _by_cell(records).items():
         fused, auto = members["fused"]["loss"], members["autograd"]["loss"]
         assert np.isfinite(fused) and fused > 0
         assert abs(fused - auto) <= 1e-5 * abs(fused), (cell, fused, auto)
+        floor = members["GEMM floor"]
+        assert floor["kind"] == "floor" and floor["loss"] is None and floor["loss_ok"]
+        assert len(floor["wall_ms"]) == 1 and floor["wall_ms"][0] > 0
+    no_floor = bench.run_timing(tiny(torch=False, floor=False, cells=["rnn"]), threads=1)
+    assert [r["contestant"] for r in no_floor] == ["fused", "autograd"]
+    assert {r["x floor"] for r in bench.timing_rows(no_floor)} == {"-"}
     text = bench.format_table(rows, markdown=True).splitlines()
     assert len(text) == 2 + len(rows)
     assert all(line.startswith("|") and line.endswith("|") for line in text)
@@ -53,24 +68,110 @@ def test_timing_against_torch_same_loss_and_rows() -> None:
     torch = pytest.importorskip("torch")
     records = bench.run_timing(tiny(), threads=1, torch=torch)
     cells = _by_cell(records)
-    assert set(cells["lstm"]) == {"fused", "autograd", "torch.nn.LSTM", "torch LSTMCell loop"}
-    assert set(cells["gru"]) == {"fused", "autograd", "torch.nn.GRU"}
-    assert set(cells["rnn"]) == {"fused", "autograd", "torch.nn.RNN"}
+    ours = {"fused", "autograd", "GEMM floor"}
+    assert set(cells["lstm"]) == ours | {"torch.nn.LSTM", "torch LSTMCell loop"}
+    assert set(cells["gru"]) == ours | {"torch.nn.GRU"}
+    assert set(cells["rnn"]) == ours | {"torch.nn.RNN"}
     for cell, members in cells.items():
         ref = members[f"torch.nn.{bench.CELLS[cell].torch_name}"]["loss"]
         for name, r in members.items():
-            assert abs(r["loss"] - ref) <= 1e-5 * abs(ref), (cell, name, r["loss"], ref)
             assert r["loss_ok"]
+            if name == "GEMM floor":                      # not a training step: no loss
+                assert r["loss"] is None
+                continue
+            assert abs(r["loss"] - ref) <= 1e-5 * abs(ref), (cell, name, r["loss"], ref)
     rows = bench.timing_rows(records)
-    assert len(rows) == 10
+    assert len(rows) == 13
     for r in rows:
         if r["contestant"].startswith("torch.nn."):
             assert r["x torch.nn"] == "1.00x" and r["cpu x torch.nn"] == "1.00x"
         else:
             assert r["x torch.nn"].endswith("x") and float(r["x torch.nn"][:-1]) >= 0
-    auto_lstm = [r for r in rows if r["cell"] == "LSTM" and r["contestant"] == "autograd"][0]
-    # the autograd LSTM's goal (<= 1x the LSTMCell loop) holds at T=64, N=32, not here
-    assert auto_lstm["target"] == "" and auto_lstm["check"] == "no target at these settings"
+        assert r["x floor"].endswith("x")
+    # at H = 8 no goal is about any row (the autograd LSTM's are set at H = 64 and 256)
+    assert all(r["target"] == "" and r["check"] == "" for r in rows)
+
+
+# ------------------------------------------------------------------------------ GEMM floor
+def _layout(a: np.ndarray) -> str:
+    """'C' for a row-major operand, 'T' for a transposed view (column-major), else
+    'strided' (the test sizes keep every dimension above 1, so the two never coincide)."""
+    if a.flags.c_contiguous:
+        return "C"
+    return "T" if a.flags.f_contiguous else "strided"
+
+
+def _record_gemms(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], object]) -> list[tuple]:
+    """Run ``fn`` and return every matrix product it did, in order, as (layout of a, shape
+    of a, layout of b, shape of b, shape of ``out`` or None).
+
+    Two doors are watched: ``np.matmul`` (the fused kernels call ``xp.matmul``; the floor
+    calls ``np.matmul``) and the ``@`` of the MatMul op (the readout), whose operands are
+    made by ``_rows``: it is patched to hand out arrays of a subclass that records ``@``.
+    """
+    from tinygrad_rnn.ops import linalg
+
+    calls: list[tuple] = []
+    real = np.matmul
+
+    def sig(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> tuple:
+        return (_layout(a), a.shape, _layout(b), b.shape, None if out is None else out.shape)
+
+    def matmul(a: np.ndarray, b: np.ndarray, *args: object, **kw: object) -> np.ndarray:
+        out = kw.get("out")
+        calls.append(sig(a, b, out))  # type: ignore[arg-type]
+        return real(a, b, *args, **kw)  # type: ignore[call-overload]
+
+    class Recorded(np.ndarray):
+        def __matmul__(self, other: np.ndarray) -> np.ndarray:  # type: ignore[override]
+            a, b = np.asarray(self), np.asarray(other)
+            calls.append(sig(a, b, None))
+            return real(a, b)
+
+        def __rmatmul__(self, other: np.ndarray) -> np.ndarray:  # type: ignore[override]
+            a, b = np.asarray(other), np.asarray(self)
+            calls.append(sig(a, b, None))
+            return real(a, b)
+
+    rows = linalg._rows
+    with monkeypatch.context() as m:
+        m.setattr(np, "matmul", matmul)
+        m.setattr(linalg, "_rows", lambda a: rows(a).view(Recorded))
+        fn()
+    return calls
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+def test_gemm_floor_does_the_fused_steps_gemms(cell: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floor's products are the fused training step's, one for one and in order: the
+    same operand shapes and memory orders (row-major or a transposed view); each writes
+    into a preallocated buffer, at least wherever the kernel does."""
+    T, N, H, C = 3, 4, 8, 64
+    G = bench.CELLS[cell].gates
+    cfg = tiny(torch=False, cells=[cell])
+    steps = {c.name: c.factory() for c in bench.contestants(cell, H, T, cfg)
+             if c.name in ("fused", "GEMM floor")}
+    for step in steps.values():
+        step()                                                 # first-call work left out
+    fused = _record_gemms(monkeypatch, steps["fused"])
+    floor = _record_gemms(monkeypatch, steps["GEMM floor"])
+    assert [g[:4] for g in floor] == [g[:4] for g in fused]
+    for mine, theirs in zip(floor, fused):
+        assert mine[4] is not None and theirs[4] in (None, mine[4]), (mine, theirs)
+    # the count and the shapes, written out: no dx GEMM (the input is data)
+    assert len(floor) == 2 * T + 6
+    assert floor[0][1:4] == ((T * N, H), "T", (H, G * H))                  # (1)
+    assert floor[1:T + 1] == [("C", (G * H, H), "T", (H, N), (G * H, N))] * T  # (2)
+    assert [g[1::2][:2] for g in floor[T + 1:T + 4]] == [               # (3), (4)
+        ((T * N, H), (H, C)), ((T * N, C), (C, H)), ((H, T * N), (T * N, C))]
+    assert floor[T + 4:2 * T + 4] == [("C", (N, G * H), "C", (G * H, H), (N, H))] * T  # (5)
+    assert floor[2 * T + 4:] == [("T", (G * H, T * N), "C", (T * N, H), (G * H, H))] * 2  # (6)
+
+
+def test_gemm_floor_names_the_cell_it_does_not_know() -> None:
+    with pytest.raises(ValueError, match="GemmFloor: unknown cell 'lstn'"):
+        bench.GemmFloor("lstn", 3, 4, 8, 8, 64)
 
 
 def trec(name: str, kind: str, ms: list[float], **over: object) -> dict:
@@ -84,61 +185,149 @@ def trec(name: str, kind: str, ms: list[float], **over: object) -> dict:
 
 def test_time_target_check_logic() -> None:
     torch_ms = [10.0, 20.0, 10.0]
+    floor_ms = [7.0, 14.0, 8.0]
     fast = bench.timing_rows([trec("fused", "fused", [8.0, 17.0, 9.0]),
+                              trec("GEMM floor", "floor", floor_ms, loss=None),
                               trec("torch.nn.GRU", "torch", torch_ms)])
-    assert fast[0]["target"] == "<= 0.90x torch.nn.GRU"
-    assert fast[0]["check"] == "PASS (0.850x)"      # paired ratios 0.8, 0.85, 0.9
+    assert fast[0]["target"] == "<= 0.90x torch.nn.GRU; <= 1.25x GEMM floor"
+    # paired ratios to torch 0.8, 0.85, 0.9; to the floor 8/7, 17/14, 9/8
+    assert fast[0]["check"] == "PASS (0.850x); PASS (1.143x)"
+    assert fast[0]["x floor"] == "1.14x" and fast[0]["x torch.nn"] == "0.85x"
+    assert fast[1]["x floor"] == "1.00x" and fast[1]["x torch.nn"] == "0.70x"
+    assert fast[1]["target"] == "" and fast[1]["check"] == ""     # the floor has no goal
     slow = bench.timing_rows([trec("fused", "fused", [9.5, 19.0, 9.1]),
+                              trec("GEMM floor", "floor", floor_ms, loss=None),
                               trec("torch.nn.GRU", "torch", torch_ms)])
-    assert slow[0]["check"] == "MISS (0.950x)"
-    assert slow[1]["target"] == "" and slow[1]["check"] == ""
+    assert slow[0]["check"] == "MISS (0.950x); MISS (1.357x)"
+    assert slow[2]["target"] == "" and slow[2]["check"] == ""
+    # a run without the floor (--no-floor) says so instead of judging the floor goal
+    alone = bench.timing_rows([trec("fused", "fused", [8.0, 17.0, 9.0]),
+                               trec("torch.nn.GRU", "torch", torch_ms)])
+    assert alone[0]["check"] == "PASS (0.850x); n/a (no reference)"
+    assert alone[0]["x floor"] == "-"
+
+
+def test_floor_goal_holds_at_every_h_from_256() -> None:
+    """Every fused step within 1.25x of its GEMM floor at H >= 256 (any such H, e.g. 512,
+    which has no torch goal), at T=64, N=32, 1 thread; not at H = 64, and "no target at
+    these settings" at other T, N or thread counts."""
+    def group(cell: str, hidden: int, fused: float, **over: object) -> list[dict]:
+        kw = dict(cell=cell, hidden=hidden, **over)
+        return [trec("fused", "fused", [fused], **kw),
+                trec("GEMM floor", "floor", [10.0], loss=None, **kw),
+                trec(f"torch.nn.{bench.CELLS[cell].torch_name}", "torch", [20.0], **kw)]
+
+    for cell in ("lstm", "gru", "rnn"):
+        for hidden in (256, 512, 1024):
+            rows = bench.timing_rows(group(cell, hidden, 12.5))
+            assert rows[0]["target"].endswith("<= 1.25x GEMM floor"), (cell, hidden)
+            assert rows[0]["check"].endswith("PASS (1.250x)"), (cell, hidden)
+            miss = bench.timing_rows(group(cell, hidden, 12.6))[0]["check"]
+            assert miss.endswith("MISS (1.260x)"), (cell, hidden)
+        rows = bench.timing_rows(group(cell, 64, 30.0))
+        assert "GEMM floor" not in rows[0]["target"] and rows[0]["x floor"] == "3.00x"
+        for over in (dict(seq_len=32), dict(batch=16), dict(threads=2)):
+            rows = bench.timing_rows(group(cell, 512, 30.0, **over))
+            assert rows[0]["check"] == "no target at these settings", (cell, over)
+            assert rows[0]["x floor"] == "3.00x"
+    lines = bench.report(tiny(cells=["gru"], hidden=[512]), group("gru", 512, 12.5), [], {},
+                         "cmd", False).split("Targets\n")[-1]
+    assert ("PASS: fused GRU H=512 (time, device cpu, T=64, N=32, 1 thread(s)): <= 1.25x "
+            "GEMM floor, measured 1.250x") in lines
+    text = bench.report(tiny(cells=["gru"], hidden=[512]),
+                        group("gru", 512, 12.5, seq_len=32), [], {}, "cmd", False)
+    assert ("not checked at these settings: fused GRU (time) <= 1.25x GEMM floor, set for "
+            "device cpu, H>=256, T=64, N=32, 1 thread(s)") in text
+
+
+def test_targets_are_the_goals_of_issue_22() -> None:
+    """The goal table, read back through Target.concerns: each goal at its H, none where
+    the issue sets none."""
+    def limits(what: str, kind: str, cell: str, hidden: int) -> dict[str, float]:
+        return {t.reference: t.limit for t in bench.TARGETS
+                if t.device == "cpu" and t.concerns(what, kind, cell, hidden)}
+
+    assert limits("time", "fused", "lstm", 64) == {"torch.nn.LSTM": 1.3}
+    for hidden in (256, 1024):
+        assert limits("time", "fused", "lstm", hidden) == {"torch.nn.LSTM": 1.0,
+                                                            "GEMM floor": 1.25}
+    assert limits("time", "fused", "gru", 256) == {"torch.nn.GRU": 0.9, "GEMM floor": 1.25}
+    assert limits("time", "fused", "rnn", 256) == {"torch.nn.RNN": 0.8, "GEMM floor": 1.25}
+    assert limits("time", "fused", "gru", 1024) == {"GEMM floor": 1.25}
+    assert limits("time", "fused", "gru", 64) == {} == limits("time", "fused", "rnn", 128)
+    for hidden in (64, 256):
+        assert limits("time", "autograd", "lstm", hidden) == {"torch LSTMCell loop": 1.3}
+    assert limits("time", "autograd", "lstm", 1024) == {}
+    assert limits("memory", "fused", "lstm", 256) == {"torch.nn.LSTM": 0.6}
+    assert limits("memory", "fused", "gru", 256) == {"torch.nn.GRU": 0.8}
+    assert limits("memory", "fused", "rnn", 256) == {"torch.nn.RNN": 0.8}
+    assert limits("memory", "autograd", "lstm", 256) == {"torch LSTMCell loop": 1.5}
+    assert all(t.seq_len == 512 for t in bench.TARGETS if t.what == "memory")
+    gpu = [t for t in bench.TARGETS if t.device == "cuda"]
+    assert [(t.kind, t.cell, t.hidden, t.batch, t.limit) for t in gpu] == [
+        ("fused", "lstm", 1024, 256, 2.0)]
 
 
 def _lstm_group(device: str, threads: int | None, fused_ms: float, hidden: int = 1024,
-                seq_len: int = 64, batch: int = 256) -> list[dict]:
+                seq_len: int = 64, batch: int = 256, floor: bool = False) -> list[dict]:
     over = dict(device=device, threads=threads, cell="lstm", hidden=hidden, seq_len=seq_len,
                 batch=batch)
     return [trec("fused", "fused", [fused_ms], **over),
             trec("autograd", "autograd", [40.0], **over),
+            *([trec("GEMM floor", "floor", [4.0], loss=None, **over)] if floor else []),
             trec("torch.nn.LSTM", "torch", [10.0], **over),
             trec("torch LSTMCell loop", "torch-cell", [30.0], **over)]
 
 
 def test_gpu_run_is_judged_by_the_gpu_goal_only() -> None:
     """On 'cuda' at H=1024, N=256, T=64 the fused LSTM is held to <= 2x torch's cuDNN LSTM,
-    not to the CPU table; the autograd LSTM has no GPU goal."""
+    not to the CPU table (neither its torch nor its GEMM-floor goals); the autograd LSTM
+    has no GPU goal."""
     rows = {r["contestant"]: r for r in bench.timing_rows(_lstm_group("cuda", None, 15.0))}
     assert rows["fused"]["target"] == "<= 2.00x torch.nn.LSTM"
     assert rows["fused"]["check"] == "PASS (1.500x)"
-    assert rows["autograd"]["check"] == "no target at these settings"
-    assert rows["autograd"]["target"] == "" and rows["torch.nn.LSTM"]["check"] == ""
+    assert rows["autograd"]["check"] == "" == rows["autograd"]["target"]   # no goal at 1024
+    assert rows["torch.nn.LSTM"]["check"] == ""
     slow = bench.timing_rows(_lstm_group("cuda", None, 25.0))
     assert slow[0]["check"] == "MISS (2.500x)"
     # the GPU goal holds at N=256 only; another N on the GPU gets no verdict
     other_n = bench.timing_rows(_lstm_group("cuda", None, 15.0, batch=32))
     assert other_n[0]["check"] == "no target at these settings"
+    # at H=256 on the GPU: the CPU goals of both our LSTMs are about the row, none holds
+    at_256 = bench.timing_rows(_lstm_group("cuda", None, 15.0, hidden=256))
+    assert [r["check"] for r in at_256[:2]] == ["no target at these settings"] * 2
 
 
 def test_standin_and_other_settings_get_no_verdict() -> None:
     """The CPU targets hold at T=64, N=32, 1 thread on the CPU: the stand-in device, another
     T or N, or 2 threads say "no target at these settings" instead of PASS/MISS."""
-    for group in (_lstm_group("standin", None, 5.0),
-                  _lstm_group("standin", None, 5.0, batch=32),
-                  _lstm_group("cpu", 1, 5.0, seq_len=32, batch=32),
-                  _lstm_group("cpu", 1, 5.0, batch=16),
-                  _lstm_group("cpu", 2, 5.0, batch=32),
-                  _lstm_group("cpu", None, 5.0, batch=32)):
-        rows = bench.timing_rows(group)
-        assert [r["check"] for r in rows] == ["no target at these settings"] * 2 + [""] * 2
-        assert all(r["target"] == "" for r in rows)
-    rows = bench.timing_rows(_lstm_group("cpu", 1, 5.0, batch=32))
-    assert [r["check"] for r in rows[:2]] == ["PASS (0.500x)", "MISS (1.333x)"]
+    for hidden in (256, 1024):
+        expected = ["no target at these settings"] * (2 if hidden == 256 else 1)
+        for group in (_lstm_group("standin", None, 5.0, hidden=hidden),
+                      _lstm_group("standin", None, 5.0, hidden=hidden, batch=32),
+                      _lstm_group("cpu", 1, 5.0, hidden=hidden, seq_len=32, batch=32),
+                      _lstm_group("cpu", 1, 5.0, hidden=hidden, batch=16, floor=True),
+                      _lstm_group("cpu", 2, 5.0, hidden=hidden, batch=32, floor=True),
+                      _lstm_group("cpu", None, 5.0, hidden=hidden, batch=32)):
+            rows = bench.timing_rows(group)
+            checks = [r["check"] for r in rows]
+            assert checks[:len(expected)] == expected, (hidden, checks)
+            assert set(checks[len(expected):]) == {""}, (hidden, checks)
+            assert all(r["target"] == "" for r in rows)
+    rows = bench.timing_rows(_lstm_group("cpu", 1, 5.0, batch=32, floor=True))
+    assert [r["check"] for r in rows[:2]] == ["PASS (0.500x); PASS (1.250x)", ""]
+    assert [r["x floor"] for r in rows] == ["1.25x", "10.00x", "1.00x", "2.50x", "7.50x"]
+    rows = bench.timing_rows(_lstm_group("cpu", 1, 5.0, hidden=256, batch=32, floor=True))
+    assert [r["check"] for r in rows[:2]] == ["PASS (0.500x); PASS (1.250x)",
+                                              "MISS (1.333x)"]
     cfg = tiny(device="standin", cells=["lstm"], hidden=[1024], seq_len=64, batch=32)
     text = bench.report(cfg, _lstm_group("standin", None, 5.0, batch=32), [], {}, "cmd",
                         False)
     assert "PASS" not in text and "MISS" not in text
-    assert ("not checked at these settings: fused LSTM (time) <= 0.90x torch.nn.LSTM, set for"
+    assert ("not checked at these settings: fused LSTM (time) <= 1.00x torch.nn.LSTM, set for"
             " device cpu, H=1024, T=64, N=32, 1 thread(s)") in text
+    assert ("not checked at these settings: fused LSTM (time) <= 1.25x GEMM floor, set for"
+            " device cpu, H>=256, T=64, N=32, 1 thread(s)") in text
 
 
 def test_memory_target_holds_at_its_settings_only() -> None:
@@ -161,20 +350,22 @@ def test_loss_mismatch_voids_every_verdict_of_its_group() -> None:
     line in the Targets section."""
     records = [trec("fused", "fused", [5.0], loss=4.158883, loss_ok=False),
                trec("autograd", "autograd", [7.0], loss=4.158883, loss_ok=False),
+               trec("GEMM floor", "floor", [4.0], loss=None, loss_ok=False),
                trec("torch.nn.GRU", "torch", [10.0], loss=4.2, loss_ok=False),
                trec("fused", "fused", [5.0], hidden=64),
                trec("torch.nn.GRU", "torch", [10.0], hidden=64)]
     rows = bench.timing_rows(records)
-    losses = "fused 4.158883, autograd 4.158883, torch.nn.GRU 4.2"
-    assert [r["check"] for r in rows[:3]] == [f"LOSS MISMATCH ({losses})"] * 3
-    assert rows[0]["target"] == "<= 0.90x torch.nn.GRU"
-    assert [r["check"] for r in rows[3:]] == ["", ""]       # the other H is unaffected
+    losses = "fused 4.158883, autograd 4.158883, torch.nn.GRU 4.2"   # the floor has none
+    assert [r["check"] for r in rows[:4]] == [f"LOSS MISMATCH ({losses})"] * 4
+    assert rows[0]["target"] == "<= 0.90x torch.nn.GRU; <= 1.25x GEMM floor"
+    assert [r["check"] for r in rows[4:]] == ["", ""]       # the other H is unaffected
     text = bench.report(tiny(cells=["gru"], hidden=[64, 256]), records, [], {}, "cmd", False)
     targets = text.split("Targets\n")[-1]
     assert "PASS" not in targets and "MISS" not in targets
-    assert (f"  LOSS MISMATCH: fused GRU H=256 (time, device cpu, T=64, N=32, 1 thread(s)): "
-            f"<= 0.90x torch.nn.GRU, not judged: the first-step losses disagree ({losses})"
-            ) in targets
+    for goal in ("<= 0.90x torch.nn.GRU", "<= 1.25x GEMM floor"):
+        assert (f"  LOSS MISMATCH: fused GRU H=256 (time, device cpu, T=64, N=32, 1 "
+                f"thread(s)): {goal}, not judged: the first-step losses disagree ({losses})"
+                ) in targets
 
 
 def test_run_timing_flags_the_whole_group_on_a_loss_mismatch(
@@ -183,7 +374,10 @@ def test_run_timing_flags_the_whole_group_on_a_loss_mismatch(
     disagrees, every record of the group is flagged, not only the reference's."""
     def fake(cell: str, hidden: int, seq_len: int, cfg: bench.Config,
              torch: object = None) -> list[bench.Contestant]:
-        return [bench.Contestant(name, kind, lambda loss=loss: (lambda: loss))
+        def factory(loss: float) -> Callable[[], Callable[[], float | None]]:
+            return lambda: (lambda: loss)
+
+        return [bench.Contestant(name, kind, factory(loss))
                 for name, kind, loss in (("fused", "fused", 1.0), ("autograd", "autograd", 1.0),
                                          ("torch.nn.GRU", "torch", 1.5))]
 
@@ -202,7 +396,7 @@ def test_printed_ratio_never_contradicts_the_verdict() -> None:
     assert bench.ratio_text(1.23456, 0.9) == "1.235x"
     rows = bench.timing_rows([trec("fused", "fused", [9.004]),
                               trec("torch.nn.GRU", "torch", [10.0])])
-    assert rows[0]["check"] == "MISS (0.9004x)"
+    assert rows[0]["check"].split("; ")[0] == "MISS (0.9004x)"   # then the floor goal's n/a
 
 
 # ------------------------------------------------------------------------------ memory rows
@@ -223,6 +417,39 @@ def test_memory_alloc_rows_and_growth_with_T() -> None:
         assert float(r["alloc MiB"]) >= 0 and r["RSS MiB"] == "-"
         if r["contestant"] == "torch.nn.LSTM":
             assert r["alloc x torch.nn"] == "1.00x"
+
+
+def test_memory_goals_of_every_cell_and_of_the_autograd_lstm() -> None:
+    """At H=256, T=512: fused GRU and Elman <= 0.8x torch.nn; the autograd LSTM <= 1.5x
+    the LSTMCell loop (its own reference, not torch.nn.LSTM, which the row's ratio column
+    still shows)."""
+    def rec(cell: str, name: str, kind: str, mib: float) -> dict:
+        return dict(device="cpu", batch=32, cell=cell, hidden=256, seq_len=512,
+                    contestant=name, kind=kind, method="alloc", detail="",
+                    bytes=int(mib * 2**20))
+
+    for cell, ref in (("gru", "torch.nn.GRU"), ("rnn", "torch.nn.RNN")):
+        rows = bench.memory_rows([rec(cell, "fused", "fused", 80.0),
+                                  rec(cell, ref, "torch", 100.0)])
+        assert rows[0]["target"] == f"<= 0.80x {ref}"
+        assert rows[0]["check"] == "PASS (0.800x alloc)"
+        rows = bench.memory_rows([rec(cell, "fused", "fused", 81.0),
+                                  rec(cell, ref, "torch", 100.0)])
+        assert rows[0]["check"] == "MISS (0.810x alloc)"
+    records = [rec("lstm", "fused", "fused", 50.0), rec("lstm", "autograd", "autograd", 280.0),
+               rec("lstm", "torch.nn.LSTM", "torch", 100.0),
+               rec("lstm", "torch LSTMCell loop", "torch-cell", 200.0)]
+    named = {r["contestant"]: r for r in bench.memory_rows(records)}
+    assert named["autograd"]["target"] == "<= 1.50x torch LSTMCell loop"
+    assert named["autograd"]["check"] == "PASS (1.400x alloc)"
+    assert named["autograd"]["alloc x torch.nn"] == "2.80x"
+    assert named["fused"]["check"] == "PASS (0.500x alloc)"
+    assert named["torch LSTMCell loop"]["check"] == ""
+    records[1] = rec("lstm", "autograd", "autograd", 320.0)
+    assert bench.memory_rows(records)[1]["check"] == "MISS (1.600x alloc)"
+    # without the loop (a torch that has no LSTMCell row) the goal is not measured
+    rows = bench.memory_rows(records[:3])
+    assert rows[1]["check"] == "n/a (no reference)"
 
 
 def test_memory_target_check_logic() -> None:
@@ -346,8 +573,15 @@ def test_command_line_end_to_end_without_torch(tmp_path, capsys,
              if line.startswith("|")]
     time_rows = [c for c in cells if c[:3] == ["1", "Elman", "8"]]
     memory_rows = [c for c in cells if c[:3] == ["Elman", "8", "3"]]
-    assert [c[3] for c in time_rows] == ["fused", "autograd"]
-    assert [c[3] for c in memory_rows] == ["fused", "autograd"]
+    assert [c[3] for c in time_rows] == ["fused", "autograd", "GEMM floor"]
+    assert [c[3] for c in memory_rows] == ["fused", "autograd"]    # the floor: no memory row
+    header = [c for c in cells if c[:4] == ["threads", "cell", "H", "contestant"]][0]
+    assert "x floor" in header
+    floor_ratio = [c[header.index("x floor")] for c in time_rows]
+    assert floor_ratio[2] == "1.00x" and all(v.endswith("x") for v in floor_ratio)
+    parser = bench._parser()
+    assert bench.config_from_args(parser.parse_args(["--no-torch"])).floor
+    assert not bench.config_from_args(parser.parse_args(["--no-torch", "--no-floor"])).floor
 
 
 def test_gpu_check_script_stops_at_once_without_a_gpu(tmp_path) -> None:
@@ -410,7 +644,7 @@ def test_host_allocator_child_env_isolates_the_setting(monkeypatch: pytest.Monke
 
 
 # ------------------------------------------------------------------- benchmarks/programs.py
-def _tiny_programs_config() -> "object":
+def _tiny_programs_config() -> programs.Config:
     from benchmarks import programs
 
     return programs.Config(reps=2, part_reps=1, profile_steps=1, lm_vocab=50, lm_hidden=8,
