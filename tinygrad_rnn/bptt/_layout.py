@@ -164,6 +164,42 @@ def backward_chunks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, i
 CHUNK_ELEMS = 1 << 17
 
 
+def gemm_blocks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, int]]:
+    """Split the time indices into blocks ``(start, stop)`` of about equal length, listed in
+    the order backpropagation through time visits them, for the weight-gradient GEMMs.
+
+    A fused backward kernel (Elman, GRU) keeps the pre-activation gradients of one block at
+    a time, at most :data:`GEMM_BLOCK_ELEMS` elements of a per-step array of ``step_elems``
+    elements (at least one step); after the block's steps it adds the block's share to the
+    weight and bias gradients (one GEMM each over the block's stacked rows) and computes
+    the block's rows of dx, then reuses the buffer for the next block. So the backward
+    holds no (T, N, G*H) array of gradients, whatever T. When the whole sequence fits in
+    one block the GEMMs are exactly those over all T*N rows. ``[(0, 0)]`` when T is 0.
+    """
+    if T == 0:
+        return [(0, 0)]
+    count = min(T, max(1, -(-T * step_elems // GEMM_BLOCK_ELEMS)))  # ceil, 1 <= count <= T
+    size = -(-T // count)
+    blocks = [(start, min(start + size, T)) for start in range(0, T, size)]
+    return blocks if reverse else blocks[::-1]
+
+
+#: Elements of a per-step gate-gradient array that one block of :func:`gemm_blocks` holds
+#: (2 MiB of float32): each block's GEMMs then still stack hundreds of rows, which run
+#: about as fast per row as one GEMM over all steps.
+GEMM_BLOCK_ELEMS = 1 << 19
+
+
+def add_matmul(total: Array | None, a: Array, b: Array) -> Array:
+    """``total + a @ b``, in place into ``total``; ``a @ b`` itself (a new array) when
+    ``total`` is None (the first block of :func:`gemm_blocks`)."""
+    product = get_array_module(a).matmul(a, b)
+    if total is None:
+        return product
+    total += product
+    return total
+
+
 def combined_bias(bias_ih: Array | None, bias_hh: Array | None) -> Array | None:
     """b_ih + b_hh (either may be None; None when both are)."""
     if bias_ih is None:

@@ -38,8 +38,8 @@ from ..backend import get_array_module
 from ..ops.base import pairwise_sum
 from . import _checks as checks
 from ._layout import (
-    Array, StepMask, backward_order, bias_grads, combined_bias, forward_order, make_mask,
-    select_valid, state_slots, zeros_or_copy,
+    Array, StepMask, add_matmul, backward_order, bias_grads, combined_bias, copy_with,
+    forward_order, gemm_blocks, make_mask, select_valid, state_slots, zeros_or_copy,
 )
 
 __all__ = [
@@ -218,9 +218,12 @@ def rnn_forward(
 
     Notes
     -----
-    The input projection of all T steps is one GEMM; per step only the recurrent GEMM runs,
-    into a preallocated buffer, and the nonlinearity writes straight into the state buffer.
-    The dtype of the inputs is kept (float32 in, float32 out).
+    The input projection of all T steps is one GEMM, written into the state buffer; per
+    step only the recurrent GEMM runs, into a preallocated buffer, is added in the state's
+    slot, and the nonlinearity is applied there in place. When no step is padded, ``hs`` is
+    a view of the state buffer that the cache keeps (no copy): do not write into it before
+    :func:`rnn_backward` (through :class:`tinygrad_rnn.nn.RNN` such a write raises at
+    backward). The dtype of the inputs is kept (float32 in, float32 out).
 
     Examples
     --------
@@ -245,32 +248,32 @@ def rnn_forward(
     slots = state_slots(T, reverse)
     x = select_valid(x, mask)               # padded inputs: 0 (a copy; caller's x kept)
 
-    # (E1), input half, for all T steps in one GEMM: (T*N, D) @ (D, H)
-    pre = xp.matmul(x.reshape(T * N, D), weight_ih.T).reshape(T, N, H)
+    # (E1), input half, for all T steps in one GEMM: (T*N, D) @ (D, H), written straight
+    # into the slots of the states: step t adds its recurrent half there and applies phi in
+    # place, so no separate (T, N, H) buffer of pre-activations is needed
+    states = xp.empty((T + 1, N, H), dtype=dtype)
+    out_states = slots.out_all(states, T)                            # (T, N, H)
+    xp.matmul(x.reshape(T * N, D), weight_ih.T, out=out_states.reshape(T * N, H))
     bias = combined_bias(bias_ih, bias_hh)
     if bias is not None:
-        pre += bias
-
-    states = xp.empty((T + 1, N, H), dtype=dtype)
+        out_states += bias
     states[slots.initial] = h0
     rec = xp.empty((H, N), dtype=dtype)         # recurrent GEMM output, column form
     for t in forward_order(T, reverse):
         h_prev = states[t + slots.prev_offset]
-        h_t = states[t + slots.out_offset]
-        a_t = pre[t]
+        h_t = states[t + slots.out_offset]      # holds the input half of a_t until (E2)
         xp.matmul(weight_hh, h_prev.T, out=rec)                      # W_hh h_{t-1}, (H, N)
-        a_t += rec.T                                                 # (E1)  (N, H)
+        h_t += rec.T                                                 # (E1) a_t  (N, H)
         if nonlinearity == "tanh":
-            xp.tanh(a_t, out=h_t)                                    # (E2)
+            xp.tanh(h_t, out=h_t)                                    # (E2)
         else:
-            xp.maximum(a_t, 0, out=h_t)                              # (E2)
+            xp.maximum(h_t, 0, out=h_t)                              # (E2)
         if mask is not None:
             xp.copyto(h_t, h_prev, where=mask.invalid[t])            # (M1) padded: carry h
 
-    out_states = slots.out_all(states, T)
+    # hs is the states' own memory (no copy) unless a step is padded (then a copy with 0
+    # there); the cache keeps the states, so hs must not be written into before backward
     hs = select_valid(out_states, mask)                          # padded outputs: 0
-    if hs is out_states:
-        hs = out_states.copy()
     h_n = states[slots.final].copy()
     cache = RNNSequenceCache(x, states, weight_ih, weight_hh, bias_ih is not None,
                              bias_hh is not None, nonlinearity, mask, bool(reverse))
@@ -300,10 +303,12 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
 
     Math
     ----
-    (E3)-(E7). The factors phi'(a_t) of all steps are computed before the time loop, straight
-    into the buffer of the gradients da; the loop does only (E3), (E4) (in place:
-    da_t = phi'(a_t) * dh_t) and the recurrent GEMM (E5); (E6), (E7) are one GEMM each over
-    the stacked T*N rows afterwards.
+    (E3)-(E7). Time is processed in blocks of consecutive steps (:func:`gemm_blocks`), the
+    last block first. The factors phi'(a_t) of a block's steps are computed before its time
+    loop, straight into the block's buffer of the gradients da; the loop does only (E3),
+    (E4) (in place: da_t = phi'(a_t) * dh_t) and the recurrent GEMM (E5); then (E6) and (E7)
+    are one GEMM each over the block's stacked rows, (E7) added to the sums of the blocks
+    before. No (T, N, H) array of gradients is held (besides ``dh_all`` when asked for).
     """
     T, N, D, H = checks.sequence_backward("rnn_backward", cache, RNNSequenceCache, input_grad,
                                           state_grads, dhs=dhs, dh_n=dh_n)
@@ -312,42 +317,58 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     xp = get_array_module(states, dhs, dh_n)
     slots = state_slots(T, cache.reverse)
     h_out = slots.out_all(states, T)            # (T, N, H) state produced at each t
+    h_prev_all = slots.prev_all(states, T)      # (T, N, H) state consumed at each t
+    w_hh = cache.weight_hh
 
-    # da first holds phi'(a_t) for every step (E4), zero at padded steps so they make no
-    # gradient; the loop multiplies each step's by dh_t in place
-    da = xp.empty((T, N, H), dtype=dtype)       # gate pre-activation gradients, all steps
-    if cache.nonlinearity == "tanh":
-        xp.multiply(h_out, h_out, out=da)
-        xp.subtract(1, da, out=da)
-    else:
-        xp.copyto(da, h_out > 0)
-    pad = mask.rows(0, T) if mask is not None else None
-    if pad is not None:
-        da[pad] = 0                             # a select: the step's factor is dropped
-        if dhs is not None:
-            dhs = select_valid(dhs, mask)   # upstream at padded outputs is ignored (copy)
-
+    blocks = gemm_blocks(T, cache.reverse, N * H)
+    size = max(t1 - t0 for t0, t1 in blocks)
+    da_buf = xp.empty((size, N, H), dtype=dtype)   # gate pre-activation gradients, one block
+    padded = mask is not None and mask.padded
+    dhs_buf = xp.empty((size, N, H), dtype=dtype) if padded and dhs is not None else None
     dh_all = xp.empty((T, N, H), dtype=dtype) if state_grads else None
     dh_step = xp.empty((N, H), dtype=dtype) if dh_all is None else None
     carried = zeros_or_copy(dh_n, (N, H), dtype, xp)   # what the step after t sends back
-    w_hh = cache.weight_hh
-    for t in backward_order(T, cache.reverse):
-        dh_t = dh_step if dh_all is None else dh_all[t]
-        # (E3) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-        if dhs is None:
-            xp.copyto(dh_t, carried)
-        else:
-            xp.add(dhs[t], carried, out=dh_t)
-        da[t] *= dh_t                                                # (E4)
-        xp.matmul(da[t], w_hh, out=carried)                          # (E5)
-        if mask is not None:
-            xp.copyto(carried, dh_t, where=mask.invalid[t])          # padded: pass through
+    dx = xp.empty((T, N, D), dtype=dtype) if input_grad else None
+    db_blocks = xp.empty((len(blocks), H), dtype=dtype)
+    dweight_ih = dweight_hh = None
 
-    da2 = da.reshape(T * N, H)                  # (B4) the T steps stacked: one GEMM each
-    dweight_ih = xp.matmul(da2.T, x.reshape(T * N, D))                              # (E7)
-    dweight_hh = xp.matmul(da2.T, slots.prev_all(states, T).reshape(T * N, H))      # (E7)
-    dx = xp.matmul(da2, cache.weight_ih).reshape(T, N, D) if input_grad else None   # (E6)
-    db = pairwise_sum(da2, (0,))  # (E7) over T*N rows: float32 error not growing with T*N
+    for b, (t0, t1) in enumerate(blocks):
+        # da first holds phi'(a_t) for the block's steps (E4), zero at padded steps so they
+        # make no gradient; the loop multiplies each step's by dh_t in place
+        da = da_buf[:t1 - t0]
+        if cache.nonlinearity == "tanh":
+            xp.multiply(h_out[t0:t1], h_out[t0:t1], out=da)
+            xp.subtract(1, da, out=da)
+        else:
+            xp.copyto(da, h_out[t0:t1] > 0)
+        dhs_b = dhs[t0:t1] if dhs is not None else None
+        pad = mask.rows(t0, t1) if mask is not None else None     # the block's padded steps
+        if pad is not None:
+            da[pad] = 0                         # a select: the step's factor is dropped
+            if dhs_b is not None:               # upstream at padded outputs is ignored
+                dhs_b = copy_with(dhs_b, pad, 0, dhs_buf)
+
+        for t in backward_order(t1 - t0, cache.reverse):
+            ts = t0 + t                         # the time index of this step
+            dh_t = dh_step if dh_all is None else dh_all[ts]
+            # (E3) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+            if dhs_b is None:
+                xp.copyto(dh_t, carried)
+            else:
+                xp.add(dhs_b[t], carried, out=dh_t)
+            da[t] *= dh_t                                            # (E4)
+            xp.matmul(da[t], w_hh, out=carried)                      # (E5)
+            if mask is not None:
+                xp.copyto(carried, dh_t, where=mask.invalid[ts])     # padded: pass through
+
+        # the block's steps stacked: one GEMM each, added to the sums over blocks
+        da2 = da.reshape(-1, H)
+        dweight_ih = add_matmul(dweight_ih, da2.T, x[t0:t1].reshape(-1, D))         # (E7)
+        dweight_hh = add_matmul(dweight_hh, da2.T, h_prev_all[t0:t1].reshape(-1, H))  # (E7)
+        if dx is not None:
+            xp.matmul(da2, cache.weight_ih, out=dx[t0:t1].reshape(-1, D))           # (E6)
+        db_blocks[b] = pairwise_sum(da2, (0,))                                      # (E7)
+    # db = sum of the blocks' sums, each added pairwise: float32 error not growing with T*N
+    db = pairwise_sum(db_blocks, (0,))                                              # (E7)
     dbias_ih, dbias_hh = bias_grads(db, cache.has_bias_ih, cache.has_bias_hh)
     return RNNGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)
-

@@ -65,8 +65,8 @@ from ..ops.activations import tanh_half_to_sigmoid_, tanh_sigmoid
 from ..ops.base import pairwise_sum
 from . import _checks as checks
 from ._layout import (
-    Array, StepMask, backward_chunks, backward_order, bias_grads, copy_with, forward_order,
-    make_mask, select_valid, state_slots, zeros_or_copy,
+    Array, StepMask, add_matmul, backward_chunks, backward_order, bias_grads, copy_with,
+    forward_order, gemm_blocks, make_mask, select_valid, state_slots, zeros_or_copy,
 )
 
 __all__ = [
@@ -260,7 +260,10 @@ def gru_forward(
 
     Returns
     -------
-    hs : (T, N, H), h_n : (N, H), cache : :class:`GRUSequenceCache`.
+    hs : (T, N, H), h_n : (N, H), cache : :class:`GRUSequenceCache`. When no step is padded,
+    ``hs`` is a view of ``cache.states`` (no copy): do not write into it before
+    :func:`gru_backward` (through :class:`tinygrad_rnn.nn.GRU` such a write raises at
+    backward).
 
     Notes
     -----
@@ -365,10 +368,9 @@ def gru_forward(
         if mask is not None:
             xp.copyto(h_t, h_prev, where=mask.invalid[t])            # padded: carry the state
 
-    out_states = slots.out_all(states, T)
-    hs = select_valid(out_states, mask)                          # padded outputs: 0
-    if hs is out_states:
-        hs = out_states.copy()
+    # hs is the states' own memory (no copy) unless a step is padded (then a copy with 0
+    # there); the cache keeps the states, so hs must not be written into before backward
+    hs = select_valid(slots.out_all(states, T), mask)            # padded outputs: 0
     h_n = states[slots.final].copy()
     cache = GRUSequenceCache(x, gates, side if after else None, None if after else side,
                              states, weight_ih, weight_hh, bias_ih is not None,
@@ -399,11 +401,13 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
 
     Notes
     -----
-    Time is processed in blocks of consecutive steps (:func:`backward_chunks`), last block
-    first. The gate-derivative factors of (G6)-(G8) are computed for a whole block at once
-    into small scratch buffers; the loop over the block's steps keeps only what depends on
-    the recurrence; the weight and input gradients are single GEMMs over the stacked T*N
-    rows afterwards.
+    Time is processed in blocks of consecutive steps (:func:`gemm_blocks`), last block
+    first, each in smaller chunks (:func:`backward_chunks`). The gate-derivative factors of
+    (G6)-(G8) are computed for a whole chunk at once into small scratch buffers; the loop
+    over the chunk's steps keeps only what depends on the recurrence and writes the gate
+    gradients into the block's buffers; after each block the weight and input gradients of
+    its steps are single GEMMs over its stacked rows, added to the sums of the blocks
+    before. No (T, N, 3H) array of gradients is held, whatever T.
     """
     T, N, D, H = checks.sequence_backward("gru_backward", cache, GRUSequenceCache, input_grad,
                                           state_grads, dhs=dhs, dh_n=dh_n)
@@ -414,96 +418,110 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     after = cache.reset == "after"
     h_prev_all = slots.prev_all(states, T)               # (T, N, H)
     r_all = gates[:, :, :H]
+    weight_hh = cache.weight_hh
+    if not after:
+        w_hrz = weight_hh[:2 * H]
+        w_hn = weight_hh[2 * H:]
+        drh = xp.empty((N, H), dtype=dtype)
 
-    da_x = xp.empty((T, N, 3 * H), dtype=dtype)          # [da_r, da_z, da_n] for W_ih
+    step_elems = N * 3 * H
+    blocks = gemm_blocks(T, cache.reverse, step_elems)
+    size = max(t1 - t0 for t0, t1 in blocks)
+    # the gate pre-activation gradients of one block of steps
+    da_x_buf = xp.empty((size, N, 3 * H), dtype=dtype)     # [da_r, da_z, da_n] for W_ih
+    da_h_buf = xp.empty((size, N, 3 * H), dtype=dtype) if after else None  # [.., dhn] W_hh
     dh_all = xp.empty((T, N, H), dtype=dtype) if state_grads else None
     dh_step = xp.empty((N, H), dtype=dtype) if dh_all is None else None
     carried = zeros_or_copy(dh_n, (N, H), dtype, xp)
     tmp = xp.empty((N, H), dtype=dtype)
-    weight_hh = cache.weight_hh
-    if after:
-        da_h = xp.empty((T, N, 3 * H), dtype=dtype)      # [da_r, da_z, dhn] for W_hh
-    else:
-        w_hrz = weight_hh[:2 * H]
-        w_hn = weight_hh[2 * H:]
-        drh = xp.empty((N, H), dtype=dtype)
-    blocks = backward_chunks(T, cache.reverse, N * 3 * H)
-    size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
+    chunk = max(c1 - c0 for c0, c1 in backward_chunks(size, False, step_elems)) if size else 0
     # the gate-derivative factors k_n, k_z, k_r of (G6)-(G8): docs/recurrent.md section 7
-    k_n_buf, k_z_buf, k_r_buf = (xp.empty((size, N, H), dtype=dtype) for _ in range(3))
+    k_n_buf, k_z_buf, k_r_buf = (xp.empty((chunk, N, H), dtype=dtype) for _ in range(3))
     if mask is not None and mask.padded:
-        z_pass_buf = xp.empty((size, N, H), dtype=dtype)
-        dhs_buf = xp.empty((size, N, H), dtype=dtype) if dhs is not None else None
+        z_pass_buf = xp.empty((chunk, N, H), dtype=dtype)
+        dhs_buf = xp.empty((chunk, N, H), dtype=dtype) if dhs is not None else None
+    dx = xp.empty((T, N, D), dtype=dtype) if input_grad else None
+    db_ih_blocks = xp.empty((len(blocks), 3 * H), dtype=dtype)
+    db_hh_blocks = xp.empty((len(blocks) if after else 0, 3 * H), dtype=dtype)
+    dweight_ih = dweight_hh = dweight_hn = None
 
-    for t0, t1 in blocks:
-        # gate-derivative factors of the block's steps
-        r = r_all[t0:t1]
-        z = gates[t0:t1, :, H:2 * H]
-        n = gates[t0:t1, :, 2 * H:]
-        k_n, k_z, k_r = k_n_buf[:t1 - t0], k_z_buf[:t1 - t0], k_r_buf[:t1 - t0]
-        xp.multiply(n, n, out=k_n)
-        xp.subtract(1, k_n, out=k_n)
-        k_n *= 1 - z                                      # (G6): da_n = dh * k_n
-        xp.subtract(h_prev_all[t0:t1], n, out=k_z)
-        k_z *= z
-        k_z *= 1 - z                                      # (G7): da_z = dh * k_z
-        xp.subtract(1, r, out=k_r)
-        k_r *= r
-        # (G8): da_r = (da_n | drh) * k_r; the cache holds hn for reset 'after' (rh for 'before')
-        k_r *= cache.hn[t0:t1] if after else h_prev_all[t0:t1]  # type: ignore[index]
-        z_pass = z                                        # dh_prev gets dh * z (G9)
-        dhs_b = dhs[t0:t1] if dhs is not None else None
-        pad = mask.rows(t0, t1) if mask is not None else None     # the block's padded steps
-        if pad is not None:                               # selects, not 0/1 multiplies:
-            k_n[pad] = 0                                  # padded steps make no gradient ...
-            k_z[pad] = 0
-            z_pass = copy_with(z, pad, 1, z_pass_buf)     # ... and pass dh on
-            if dhs is not None:                           # upstream at padded outputs ignored
-                dhs_b = copy_with(dhs[t0:t1], pad, 0, dhs_buf)
+    for b, (g0, g1) in enumerate(blocks):
+        da_x = da_x_buf[:g1 - g0]          # row ts - g0 holds time index ts
+        da_h = da_h_buf[:g1 - g0] if da_h_buf is not None else None
+        for c0, c1 in backward_chunks(g1 - g0, cache.reverse, step_elems):
+            t0, t1 = g0 + c0, g0 + c1
+            # gate-derivative factors of the chunk's steps
+            r = r_all[t0:t1]
+            z = gates[t0:t1, :, H:2 * H]
+            n = gates[t0:t1, :, 2 * H:]
+            k_n, k_z, k_r = k_n_buf[:t1 - t0], k_z_buf[:t1 - t0], k_r_buf[:t1 - t0]
+            xp.multiply(n, n, out=k_n)
+            xp.subtract(1, k_n, out=k_n)
+            k_n *= 1 - z                                      # (G6): da_n = dh * k_n
+            xp.subtract(h_prev_all[t0:t1], n, out=k_z)
+            k_z *= z
+            k_z *= 1 - z                                      # (G7): da_z = dh * k_z
+            xp.subtract(1, r, out=k_r)
+            k_r *= r
+            # (G8): da_r = (da_n | drh) * k_r; the cache holds hn ('after'), rh ('before')
+            k_r *= cache.hn[t0:t1] if after else h_prev_all[t0:t1]  # type: ignore[index]
+            z_pass = z                                        # dh_prev gets dh * z (G9)
+            dhs_b = dhs[t0:t1] if dhs is not None else None
+            pad = mask.rows(t0, t1) if mask is not None else None  # the chunk's padded steps
+            if pad is not None:                               # selects, not 0/1 multiplies:
+                k_n[pad] = 0                                  # padded steps make no gradient
+                k_z[pad] = 0
+                z_pass = copy_with(z, pad, 1, z_pass_buf)     # ... and pass dh on
+                if dhs_b is not None:                         # upstream at padded outputs
+                    dhs_b = copy_with(dhs_b, pad, 0, dhs_buf)     # is ignored
 
-        for t in backward_order(t1 - t0, cache.reverse):
-            ts = t0 + t                                   # the time index of this step
-            dh_t = dh_step if dh_all is None else dh_all[ts]
-            # (G5) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-            if dhs_b is None:
-                xp.copyto(dh_t, carried)
-            else:
-                xp.add(dhs_b[t], carried, out=dh_t)
-            da_n = da_x[ts, :, 2 * H:]
-            xp.multiply(dh_t, k_n[t], out=da_n)                          # (G6)
-            if after:
-                xp.multiply(dh_t, k_z[t], out=da_h[ts, :, H:2 * H])      # (G7)
-                xp.multiply(da_n, k_r[t], out=da_h[ts, :, :H])           # (G8) da_r
-                xp.multiply(da_n, r[t], out=da_h[ts, :, 2 * H:])         # (G8) dhn
-                xp.matmul(da_h[ts], weight_hh, out=carried)              # (G9)
-            else:
-                xp.multiply(dh_t, k_z[t], out=da_x[ts, :, H:2 * H])      # (G7)
-                xp.matmul(da_n, w_hn, out=drh)                           # (G8') d(r*h_prev)
-                xp.multiply(drh, k_r[t], out=da_x[ts, :, :H])            # (G8') da_r
-                xp.matmul(da_x[ts, :, :2 * H], w_hrz, out=carried)       # (G9)
-                xp.multiply(drh, r[t], out=tmp)
-                carried += tmp                                           # (G9)
-            xp.multiply(dh_t, z_pass[t], out=tmp)
-            carried += tmp                                               # (G9) direct path
+            for t in backward_order(t1 - t0, cache.reverse):
+                ts = t0 + t                                   # the time index of this step
+                tb = ts - g0                                  # its row in the block
+                dh_t = dh_step if dh_all is None else dh_all[ts]
+                # (G5) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+                if dhs_b is None:
+                    xp.copyto(dh_t, carried)
+                else:
+                    xp.add(dhs_b[t], carried, out=dh_t)
+                da_n = da_x[tb, :, 2 * H:]
+                xp.multiply(dh_t, k_n[t], out=da_n)                          # (G6)
+                if da_h is not None:                                         # reset 'after'
+                    xp.multiply(dh_t, k_z[t], out=da_h[tb, :, H:2 * H])      # (G7)
+                    xp.multiply(da_n, k_r[t], out=da_h[tb, :, :H])           # (G8) da_r
+                    xp.multiply(da_n, r[t], out=da_h[tb, :, 2 * H:])         # (G8) dhn
+                    xp.matmul(da_h[tb], weight_hh, out=carried)              # (G9)
+                else:
+                    xp.multiply(dh_t, k_z[t], out=da_x[tb, :, H:2 * H])      # (G7)
+                    xp.matmul(da_n, w_hn, out=drh)                           # (G8') d(r*h)
+                    xp.multiply(drh, k_r[t], out=da_x[tb, :, :H])            # (G8') da_r
+                    xp.matmul(da_x[tb, :, :2 * H], w_hrz, out=carried)       # (G9)
+                    xp.multiply(drh, r[t], out=tmp)
+                    carried += tmp                                           # (G9)
+                xp.multiply(dh_t, z_pass[t], out=tmp)
+                carried += tmp                                               # (G9) direct
 
-    x2 = x.reshape(T * N, D)
-    h_prev2 = h_prev_all.reshape(T * N, H)
-    if after:
-        da_x[:, :, :2 * H] = da_h[:, :, :2 * H]           # r, z rows are shared
-        da_h2 = da_h.reshape(T * N, 3 * H)
-        dweight_hh = xp.matmul(da_h2.T, h_prev2)                                    # (G11)
-        db_hh = pairwise_sum(da_h2, (0,))  # over T*N rows: float32 error not growing with T*N
-    else:
-        da_x2 = da_x.reshape(T * N, 3 * H)
-        dweight_hh = xp.empty((3 * H, H), dtype=dtype)
-        xp.matmul(da_x2[:, :2 * H].T, h_prev2, out=dweight_hh[:2 * H])              # (G11)
-        xp.matmul(da_x2[:, 2 * H:].T, cache.rh.reshape(T * N, H),  # type: ignore[union-attr]
-                  out=dweight_hh[2 * H:])                                           # (G11)
-        db_hh = None
-    da_x2 = da_x.reshape(T * N, 3 * H)
-    dweight_ih = xp.matmul(da_x2.T, x2)                                             # (G11)
-    dx = (xp.matmul(da_x2, cache.weight_ih).reshape(T, N, D)                        # (G10)
-          if input_grad else None)
-    db_ih = pairwise_sum(da_x2, (0,))
+        # the block's steps stacked: one GEMM each, added to the sums over blocks
+        h_prev2 = h_prev_all[g0:g1].reshape(-1, H)
+        da_x2 = da_x.reshape(-1, 3 * H)
+        if da_h is not None:
+            da_x[:, :, :2 * H] = da_h[:, :, :2 * H]           # r, z rows are shared
+            da_h2 = da_h.reshape(-1, 3 * H)
+            dweight_hh = add_matmul(dweight_hh, da_h2.T, h_prev2)                   # (G11)
+            db_hh_blocks[b] = pairwise_sum(da_h2, (0,))                             # (G11)
+        else:
+            rh2 = cache.rh[g0:g1].reshape(-1, H)  # type: ignore[index]
+            dweight_hh = add_matmul(dweight_hh, da_x2[:, :2 * H].T, h_prev2)       # (G11)
+            dweight_hn = add_matmul(dweight_hn, da_x2[:, 2 * H:].T, rh2)           # (G11)
+        dweight_ih = add_matmul(dweight_ih, da_x2.T, x[g0:g1].reshape(-1, D))       # (G11)
+        if dx is not None:
+            xp.matmul(da_x2, cache.weight_ih, out=dx[g0:g1].reshape(-1, D))        # (G10)
+        db_ih_blocks[b] = pairwise_sum(da_x2, (0,))                                 # (G11)
+
+    if dweight_hn is not None:                            # reset 'before': [W_hr; W_hz], W_hn
+        dweight_hh = xp.concatenate([dweight_hh, dweight_hn])
+    # the sums of the blocks' sums, each added pairwise: float32 error not growing with T*N
+    db_ih = pairwise_sum(db_ih_blocks, (0,))                                        # (G11)
+    db_hh = pairwise_sum(db_hh_blocks, (0,)) if after else None                     # (G11)
     dbias_ih, dbias_hh = bias_grads(db_ih, cache.has_bias_ih, cache.has_bias_hh, db_hh)
     return GRUGrads(dx, carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh, dh_all)
