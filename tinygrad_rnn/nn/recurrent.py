@@ -127,6 +127,11 @@ class FusedRecurrent(Function):
             outs = (hs, h_n)
         ctx.cache, ctx.names, ctx.mode = cache, names, mode
         ctx.recorder, ctx.key = recorder, key
+        if getattr(outs[0], "base", None) is not None:
+            # hs is a view of the kernel's state buffer, which backward reads (no copy is
+            # made when no step is padded): an in-place write to the output then raises at
+            # backward (the engine's version counter) instead of corrupting the gradients
+            ctx.save_for_backward(outs[0])
         return outs
 
     @staticmethod
