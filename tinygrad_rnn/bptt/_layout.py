@@ -178,8 +178,9 @@ def gemm_blocks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, int]]
     """
     if T == 0:
         return [(0, 0)]
-    count = min(T, max(1, -(-T * step_elems // GEMM_BLOCK_ELEMS)))  # ceil, 1 <= count <= T
-    size = -(-T // count)
+    most = max(1, GEMM_BLOCK_ELEMS // max(1, step_elems))   # steps a block may hold
+    count = -(-T // most)                                   # as few blocks as fit (ceil)
+    size = -(-T // count)                                   # about equal, at most `most`
     blocks = [(start, min(start + size, T)) for start in range(0, T, size)]
     return blocks if reverse else blocks[::-1]
 
