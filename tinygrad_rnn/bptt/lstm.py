@@ -61,8 +61,9 @@ from ..ops.activations import tanh_half_to_sigmoid_, tanh_sigmoid
 from ..ops.base import pairwise_sum
 from . import _checks as checks
 from ._layout import (
-    Array, StepMask, backward_chunks, backward_order, bias_grads, combined_bias, copy_with,
-    forward_order, lstm_gates, make_mask, select_valid, state_slots, zeros_or_copy,
+    Array, StepMask, add_matmul, backward_chunks, backward_order, bias_grads, combined_bias,
+    copy_with, forward_order, gemm_blocks, lstm_gates, make_mask, select_valid, state_slots,
+    zeros_or_copy,
 )
 
 __all__ = [
@@ -307,15 +308,21 @@ def lstm_forward(
 
     Returns
     -------
-    hs : (T, N, H), h_n : (N, H), c_n : (N, H), cache : :class:`LSTMSequenceCache`.
+    hs : (T, N, H), h_n : (N, H), c_n : (N, H), cache : :class:`LSTMSequenceCache`. When no
+    step is padded, ``hs`` is a view of ``cache.h_states`` (no copy): do not write into it
+    before :func:`lstm_backward` (through :class:`tinygrad_rnn.nn.LSTM` such a write raises
+    at backward).
 
     Notes
     -----
     The gate rows are permuted once per call to (o, i, f, g) and the sigmoid rows of the
     weights, biases and peepholes are pre-scaled by 0.5 (exact), so that
     sigma(a) = 0.5 * tanh(0.5 a) + 0.5 turns into one in-place tanh over all gate rows and an
-    in-place 0.5 * t + 0.5 over the contiguous sigmoid block. One GEMM projects the inputs of
-    all T steps; per step only the recurrent GEMM runs, into a preallocated buffer.
+    in-place multiply-add over them all, by 0.5 and 0.5 on the sigmoid rows and by 1 and 0
+    on the g rows (exact: the same numbers as 0.5 * t + 0.5 over the sigmoid block alone, in
+    two passes over whole contiguous rows instead of over a strided block). One GEMM
+    projects the inputs of all T steps; per step only the recurrent GEMM runs, into a
+    preallocated buffer.
 
     Examples
     --------
@@ -366,6 +373,11 @@ def lstm_forward(
     h_states[slots.initial] = h0
     c_states[slots.initial] = c0
     rec = xp.empty((G * H, N), dtype=dtype)   # recurrent GEMM output, column form
+    # (S1) on the gate rows after the tanh: t * 0.5 + 0.5 on the sigmoid rows, t * 1 + 0 on g
+    sig_scale = xp.ones(G * H, dtype=dtype)
+    sig_scale[:n_sig] = 0.5
+    sig_shift = xp.zeros(G * H, dtype=dtype)
+    sig_shift[:n_sig] = 0.5
     tmp = xp.empty((N, H), dtype=dtype)
     tanh_c = xp.empty((N, H), dtype=dtype)    # tanh(c_t) of the current step
     if weight_ch is not None:
@@ -386,8 +398,9 @@ def lstm_forward(
         xp.matmul(w_hh_s, h_prev.T, out=rec)              # W_hh h_{t-1}, (G*H, N)
         a += rec.T
         if weight_ch is None:
-            xp.tanh(a, out=a)
-            tanh_half_to_sigmoid_(a[:, :n_sig])                      # (L1), (L2), (L5)
+            xp.tanh(a, out=a)                                        # (L3)
+            a *= sig_scale
+            a += sig_shift                                           # (L1), (L2), (L5)
         else:
             a_cprev = a[:, H:n_sig]                                  # i, f (or f) pre-acts
             xp.multiply(c_prev[:, None, :], w_c_prev, out=peep_tmp)
@@ -414,10 +427,7 @@ def lstm_forward(
             xp.copyto(h_t, h_prev, where=mask.invalid[t])            # (M1) padded: carry h, c
             xp.copyto(c_t, c_prev, where=mask.invalid[t])
 
-    out_states = slots.out_all(h_states, T)
-    hs = select_valid(out_states, mask)                          # padded outputs: 0
-    if hs is out_states:
-        hs = out_states.copy()
+    hs = select_valid(slots.out_all(h_states, T), mask)          # padded outputs: 0
     h_n = h_states[slots.final].copy()
     c_n = c_states[slots.final].copy()
     cache = LSTMSequenceCache(x, gates, h_states, c_states, w_ih_o, w_hh_o, weight_ch,
@@ -453,14 +463,18 @@ def lstm_backward(
 
     Notes
     -----
-    Time is processed in blocks of consecutive steps (:func:`backward_chunks`), last block
-    first. For a block, the gate-derivative factors of (L8)-(L10) are computed with
-    whole-block operations straight into the block's rows of the ``da`` buffer, and the
-    factor ``p`` of (L9) into a small scratch buffer. The loop over the block's steps then
-    turns the factors into gradients in place: (L7), (L9), one multiply for da_o, one for
-    (da_i, da_f, da_g) (they are contiguous in the internal order), (L11) and the recurrent
-    GEMM (L12). The input and weight gradients are single GEMMs over the stacked T*N rows
-    afterwards.
+    Time is processed in blocks of consecutive steps (:func:`gemm_blocks`), last block first,
+    and each block in smaller chunks (:func:`backward_chunks`). For a chunk, the
+    gate-derivative factors of (L8)-(L10) are computed with whole-chunk operations straight
+    into the chunk's rows of the block's ``da`` buffer, and the factor ``p`` of (L9) into a
+    small scratch buffer. The loop over the chunk's steps then turns the factors into
+    gradients in place: (L7), (L9), one multiply for da_o, one for (da_i, da_f, da_g) (they
+    are contiguous in the internal order), (L11) and the recurrent GEMM (L12). After a
+    block's steps, its share of the input and weight gradients is one GEMM each over the
+    block's stacked rows, added to the sums over blocks; so the backward holds no (T, N, G*H)
+    array of gradients, whatever T. When all T steps fit in one block (T * N * G * H at most
+    :data:`tinygrad_rnn.bptt._layout.GEMM_BLOCK_ELEMS`), these are single GEMMs over all T*N
+    rows.
     """
     T, N, D, H = checks.sequence_backward("lstm_backward", cache, LSTMSequenceCache, input_grad,
                                           state_grads, dhs=dhs, dh_n=dh_n, dc_n=dc_n)
@@ -474,13 +488,16 @@ def lstm_backward(
     peep = c.weight_ch
     c_prev_all = slots.prev_all(c.c_states, T)           # (T, N, H)
     c_out_all = slots.out_all(c.c_states, T)             # (T, N, H)
+    h_prev_all = slots.prev_all(c.h_states, T)           # (T, N, H)
     gates = c.gates
+    step_elems = N * G * H
 
-    # da[t] first holds the factors k[t] of step t, then (in the loop) its gradients:
-    # da_o = dh_t * k_o and (da_i, da_f, da_g) = dc_t * (k_i, k_f, k_g)
-    da_blocks = xp.empty((T, N, G, H), dtype=dtype)       # pre-activation grads, internal order
-    da = da_blocks.reshape(T, N, G * H)
-    da_dc = da_blocks[:, :, 1:]                           # the gates multiplied by dc
+    blocks = gemm_blocks(T, c.reverse, step_elems)
+    size = max(t1 - t0 for t0, t1 in blocks)
+    # da[tb] (the block's row of time index t0 + tb) first holds the factors k of that
+    # step, then (in the loop) its gradients: da_o = dh_t * k_o and
+    # (da_i, da_f, da_g) = dc_t * (k_i, k_f, k_g), in the internal order
+    da_buf = xp.empty((size, N, G, H), dtype=dtype)
     if state_grads:
         dh_all = xp.empty((T, N, H), dtype=dtype)
         dc_all = xp.empty((T, N, H), dtype=dtype)
@@ -496,92 +513,115 @@ def lstm_backward(
         w_co = peep[-H:]
         w_c_prev = peep[:-H].reshape(G - 2, H)           # (w_ci, w_cf) or (w_cf,)
         peep_tmp = xp.empty((N, G - 2, H), dtype=dtype)
-    blocks = backward_chunks(T, c.reverse, N * G * H)
-    size = max(t1 - t0 for t0, t1 in blocks) if blocks else 0
+        d_co_blocks = xp.empty((len(blocks), H), dtype=dtype)
+        d_c_prev_blocks = xp.empty((len(blocks), G - 2, H), dtype=dtype)
+    chunk = max(c1 - c0 for c0, c1 in backward_chunks(size, False, step_elems)) if size else 0
     # k (the factors of (L8), (L10), in da's rows) and p (the factor of (L9)) are named in
     # docs/recurrent.md section 7; f_pass is the factor of (L11): f_t, or 1 at padded steps
-    tanh_c_buf = xp.empty((size, N, H), dtype=dtype)
-    p_buf = xp.empty((size, N, H), dtype=dtype)
+    tanh_c_buf = xp.empty((chunk, N, H), dtype=dtype)
+    p_buf = xp.empty((chunk, N, H), dtype=dtype)
     if mask is not None and mask.padded:
-        f_pass_buf = xp.empty((size, N, H), dtype=dtype)
-        dhs_buf = xp.empty((size, N, H), dtype=dtype) if dhs is not None else None
+        f_pass_buf = xp.empty((chunk, N, H), dtype=dtype)
+        dhs_buf = xp.empty((chunk, N, H), dtype=dtype) if dhs is not None else None
+    # sigma (1 - sigma) on the sigmoid rows and 1 - g^2 on the g rows, both as (u - a) a + v
+    # over whole gate rows: u = 1, v = 0 on the sigmoid rows; u = 0, v = 1 on the g rows
+    # (the same numbers as 1 - sigma, times sigma, and 1 - g * g: -(g * g) + 1 is exact)
+    k_u = xp.zeros(G * H, dtype=dtype)
+    k_u[:n_sig] = 1
+    k_v = xp.zeros(G * H, dtype=dtype)
+    k_v[n_sig:] = 1
+    dx = xp.empty((T, N, D), dtype=dtype) if input_grad else None
+    db_blocks = xp.empty((len(blocks), G * H), dtype=dtype)
+    dweight_ih = dweight_hh = None
 
-    for t0, t1 in blocks:
-        # ---- factors of the block's steps: da = k * (dh for o, dc for the rest) -----------
-        k = da[t0:t1]
-        a = gates[t0:t1]
-        o = a[:, :, :H]
-        f = a[:, :, n_sig - H:n_sig]
-        g = a[:, :, n_sig:]
-        tanh_c = tanh_c_buf[:t1 - t0]
-        xp.tanh(c_out_all[t0:t1], out=tanh_c)                 # tanh(c_t), as in forward
-        sig = a[:, :, :n_sig]
-        k_sig = k[:, :, :n_sig]
-        xp.subtract(1, sig, out=k_sig)
-        k_sig *= sig                                          # sigma (1 - sigma) for o, i, f
-        k[:, :, :H] *= tanh_c                                 # (L8)  da_o = dh * k_o
-        k_g = k[:, :, n_sig:]
-        xp.multiply(g, g, out=k_g)
-        xp.subtract(1, k_g, out=k_g)                          # 1 - g^2
-        if coupled:
-            k_g *= 1 - f                                      # (L10) da_g = dc * (1 - f)(1 - g^2)
-            k[:, :, H:2 * H] *= c_prev_all[t0:t1] - g         # (L10) da_f
-        else:
-            k_g *= a[:, :, H:2 * H]                           # (L10) da_g = dc * i (1 - g^2)
-            k[:, :, H:2 * H] *= g                             # (L10) da_i = dc * g i (1 - i)
-            k[:, :, 2 * H:3 * H] *= c_prev_all[t0:t1]         # (L10) da_f = dc * c_prev f (1 - f)
-        p = p_buf[:t1 - t0]
-        xp.multiply(tanh_c, tanh_c, out=p)
-        xp.subtract(1, p, out=p)
-        p *= o                                                # (L9)  dc += dh * p
-        f_pass = f                                            # (L11) dc_prev = dc * f_pass
-        dhs_b = dhs[t0:t1] if dhs is not None else None
-        pad = mask.rows(t0, t1) if mask is not None else None     # the block's padded steps
-        if pad is not None:                                   # selects, not 0/1 multiplies:
-            k[pad] = 0                                        # padded steps make no gradient ...
-            p[pad] = 0
-            f_pass = copy_with(f, pad, 1, f_pass_buf)         # ... and pass dc on
-            if dhs is not None:                               # upstream at padded outputs ignored
-                dhs_b = copy_with(dhs[t0:t1], pad, 0, dhs_buf)
-
-        for t in backward_order(t1 - t0, c.reverse):
-            ts = t0 + t                                       # the time index of this step
-            dh_t = dh_step if dh_all is None else dh_all[ts]
-            dc_t = dc_step if dc_all is None else dc_all[ts]
-            # (L7) total dL/dh_t = gradient from the loss at t + gradient from step t+1
-            if dhs_b is None:
-                xp.copyto(dh_t, dh_carried)
+    for b, (g0, g1) in enumerate(blocks):
+        da_blocks = da_buf[:g1 - g0]                      # row ts - g0 holds time index ts
+        da = da_blocks.reshape(g1 - g0, N, G * H)
+        da_dc = da_blocks[:, :, 1:]                       # the gates multiplied by dc
+        for c0, c1 in backward_chunks(g1 - g0, c.reverse, step_elems):
+            t0, t1 = g0 + c0, g0 + c1
+            # ---- factors of the chunk's steps: da = k * (dh for o, dc for the rest) -------
+            k = da[c0:c1]
+            a = gates[t0:t1]
+            o = a[:, :, :H]
+            f = a[:, :, n_sig - H:n_sig]
+            g = a[:, :, n_sig:]
+            tanh_c = tanh_c_buf[:t1 - t0]
+            xp.tanh(c_out_all[t0:t1], out=tanh_c)             # tanh(c_t), as in forward
+            xp.subtract(k_u, a, out=k)
+            k *= a
+            k += k_v                                          # sigma (1 - sigma); 1 - g^2
+            k[:, :, :H] *= tanh_c                             # (L8)  da_o = dh * k_o
+            k_g = k[:, :, n_sig:]
+            if coupled:
+                k_g *= 1 - f                                  # (L10) da_g = dc * (1 - f)(1 - g^2)
+                k[:, :, H:2 * H] *= c_prev_all[t0:t1] - g     # (L10) da_f
             else:
-                xp.add(dhs_b[t], dh_carried, out=dh_t)
-            da_o = k[t, :, :H]
-            da_o *= dh_t                                                 # (L8)
-            # (L9) total dL/dc_t = carried dc + path through h_t (+ path through o's peephole)
-            xp.multiply(dh_t, p[t], out=dc_t)
-            dc_t += dc_carried
-            if peep is not None:
-                xp.multiply(da_o, w_co, out=tmp)
-                dc_t += tmp
-            da_dc[ts] *= dc_t[:, None, :]                                # (L10) da_i, da_f, da_g
-            xp.multiply(dc_t, f_pass[t], out=dc_carried)                 # (L11)
-            if peep is not None:
-                xp.multiply(da_dc[ts, :, :G - 2], w_c_prev, out=peep_tmp)
-                for j in range(G - 2):
-                    dc_carried += peep_tmp[:, j]                         # (L11) peepholes
-            xp.matmul(k[t], w_hh_o, out=dh_carried)                      # (L12)
-            if mask is not None:
-                xp.copyto(dh_carried, dh_t, where=mask.invalid[ts])      # (M2) padded: pass on
+                k_g *= a[:, :, H:2 * H]                       # (L10) da_g = dc * i (1 - g^2)
+                k[:, :, H:2 * H] *= g                         # (L10) da_i = dc * g i (1 - i)
+                k[:, :, 2 * H:3 * H] *= c_prev_all[t0:t1]     # (L10) da_f = dc * c_prev f (1 - f)
+            p = p_buf[:t1 - t0]
+            xp.multiply(tanh_c, tanh_c, out=p)
+            xp.subtract(1, p, out=p)
+            p *= o                                            # (L9)  dc += dh * p
+            f_pass = f                                        # (L11) dc_prev = dc * f_pass
+            dhs_b = dhs[t0:t1] if dhs is not None else None
+            pad = mask.rows(t0, t1) if mask is not None else None     # the chunk's padded steps
+            if pad is not None:                               # selects, not 0/1 multiplies:
+                k[pad] = 0                                    # padded steps make no gradient ...
+                p[pad] = 0
+                f_pass = copy_with(f, pad, 1, f_pass_buf)     # ... and pass dc on
+                if dhs is not None:                           # upstream at padded outputs ignored
+                    dhs_b = copy_with(dhs[t0:t1], pad, 0, dhs_buf)
 
-    da2 = da.reshape(T * N, G * H)              # (B4) the T steps stacked: one GEMM each
-    dweight_ih = _to_torch_order(xp.matmul(da2.T, x.reshape(T * N, D)), H, xp)             # (L13)
-    h_prev2 = slots.prev_all(c.h_states, T).reshape(T * N, H)
-    dweight_hh = _to_torch_order(xp.matmul(da2.T, h_prev2), H, xp)                         # (L13)
-    dx = xp.matmul(da2, c.weight_ih_o).reshape(T, N, D) if input_grad else None            # (L13)
-    db = _to_torch_order(pairwise_sum(da2, (0,)), H, xp)  # float32 error not growing with T*N
+            for t in backward_order(t1 - t0, c.reverse):
+                ts = t0 + t                                   # the time index of this step
+                dh_t = dh_step if dh_all is None else dh_all[ts]
+                dc_t = dc_step if dc_all is None else dc_all[ts]
+                # (L7) total dL/dh_t = gradient from the loss at t + gradient from step t+1
+                if dhs_b is None:
+                    xp.copyto(dh_t, dh_carried)
+                else:
+                    xp.add(dhs_b[t], dh_carried, out=dh_t)
+                da_o = k[t, :, :H]
+                da_o *= dh_t                                             # (L8)
+                # (L9) total dL/dc_t = carried dc + path through h_t (+ through o's peephole)
+                xp.multiply(dh_t, p[t], out=dc_t)
+                dc_t += dc_carried
+                if peep is not None:
+                    xp.multiply(da_o, w_co, out=tmp)
+                    dc_t += tmp
+                da_dc[c0 + t] *= dc_t[:, None, :]                        # (L10) da_i, da_f, da_g
+                xp.multiply(dc_t, f_pass[t], out=dc_carried)             # (L11)
+                if peep is not None:
+                    xp.multiply(da_dc[c0 + t, :, :G - 2], w_c_prev, out=peep_tmp)
+                    for j in range(G - 2):
+                        dc_carried += peep_tmp[:, j]                     # (L11) peepholes
+                xp.matmul(k[t], w_hh_o, out=dh_carried)                  # (L12)
+                if mask is not None:
+                    xp.copyto(dh_carried, dh_t, where=mask.invalid[ts])  # (M2) padded: pass on
+
+        # (B4) the block's steps stacked: one GEMM each, added to the sums over blocks
+        da2 = da.reshape(-1, G * H)
+        dweight_ih = add_matmul(dweight_ih, da2.T, x[g0:g1].reshape(-1, D))               # (L13)
+        dweight_hh = add_matmul(dweight_hh, da2.T, h_prev_all[g0:g1].reshape(-1, H))      # (L13)
+        if dx is not None:
+            xp.matmul(da2, c.weight_ih_o, out=dx[g0:g1].reshape(-1, D))                   # (L13)
+        db_blocks[b] = pairwise_sum(da2, (0,))                                            # (L13)
+        if peep is not None:
+            d_co_blocks[b] = pairwise_sum(da[:, :, :H] * c_out_all[g0:g1], (0, 1))       # (L13)
+            d_c_prev_blocks[b] = pairwise_sum(                                            # (L13)
+                da_dc[:, :, :G - 2] * c_prev_all[g0:g1, :, None, :], (0, 1))
+
+    # the sums of the blocks' sums, each added pairwise: float32 error not growing with T*N
+    dweight_ih = _to_torch_order(dweight_ih, H, xp)
+    dweight_hh = _to_torch_order(dweight_hh, H, xp)
+    db = _to_torch_order(pairwise_sum(db_blocks, (0,)), H, xp)                            # (L13)
     dbias_ih, dbias_hh = bias_grads(db, c.has_bias_ih, c.has_bias_hh)
     dweight_ch = None
     if peep is not None:
-        d_co = pairwise_sum(da[:, :, :H] * c_out_all, (0, 1))                        # (L13)
-        d_c_prev = pairwise_sum(da_dc[:, :, :G - 2] * c_prev_all[:, :, None, :], (0, 1))
-        dweight_ch = xp.concatenate([d_c_prev.reshape(-1), d_co])                    # (L13)
+        d_co = pairwise_sum(d_co_blocks, (0,))                                            # (L13)
+        d_c_prev = pairwise_sum(d_c_prev_blocks, (0,))
+        dweight_ch = xp.concatenate([d_c_prev.reshape(-1), d_co])                        # (L13)
     return LSTMGrads(dx, dh_carried, dc_carried, dweight_ih, dweight_hh, dbias_ih, dbias_hh,
                      dweight_ch, dh_all, dc_all)
