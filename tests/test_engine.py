@@ -222,13 +222,18 @@ def test_deleting_never_backwarded_deep_graphs_succeeds_in_subprocess() -> None:
 
 
 # ----------------------------------------------------------------------------- freeing
-def _small_graph(x: tr.Tensor, refs: list) -> tr.Tensor:
-    """tanh/sigmoid/matmul chain; weakrefs to every intermediate tensor and node go to refs."""
+def _small_graph(x: tr.Tensor, refs: list, tensor_refs: list | None = None,
+                 hold: list | None = None) -> tr.Tensor:
+    """tanh/sigmoid/matmul chain; weakrefs to every node go to refs, to every intermediate
+    tensor to tensor_refs, and the intermediate tensors themselves to hold."""
     w = tr.Tensor(np.full((3, 3), 0.2))
     h = x
     for _ in range(4):
         h = (h @ w).tanh() * (h.sigmoid() + 1.0)
-        refs.append(weakref.ref(h))
+        if tensor_refs is not None:
+            tensor_refs.append(weakref.ref(h))
+        if hold is not None:
+            hold.append(h)
         refs.append(weakref.ref(h.grad_fn))
     loss = (h * h).sum()
     refs.append(weakref.ref(loss.grad_fn))
@@ -257,6 +262,67 @@ def test_graph_freed_by_refcount_without_backward_with_gc_disabled() -> None:
         assert all(r() is not None for r in refs)
         del loss
         assert all(r() is None for r in refs)
+
+
+def test_nodes_keep_intermediate_tensors_only_as_edges() -> None:
+    """A node keeps an input made by another op as an Edge (producer node, output index,
+    shape, dtype), not as the tensor: the intermediate tensors of a graph are freed as soon
+    as the program drops them, while the graph (and what each op saved) lives on until
+    backward, whose gradients are those of the same graph with every tensor held."""
+    grads = []
+    for hold in (False, True):
+        with gc_disabled():
+            x = leaf(np.linspace(-1, 1, 6).reshape(2, 3))
+            refs: list = []
+            tensors: list = []
+            held: list = []
+            loss = _small_graph(x, refs, tensors, held if hold else None)
+            assert all(r() is not None for r in refs)
+            assert all((r() is not None) == hold for r in tensors)
+            loss.backward()
+            grads.append(x.grad.numpy().tobytes())
+            del held
+    assert grads[0] == grads[1]
+
+
+def test_an_edge_says_what_it_stands_for_and_keeps_no_values() -> None:
+    x = leaf(np.ones((2, 3)))
+    y = (x * 2.0).tanh()
+    edge = y.grad_fn.inputs[0]
+    assert isinstance(edge, tr.engine.Edge)
+    assert edge.grad_fn is not None and edge.grad_fn.name == "Mul"
+    assert edge.shape == (2, 3) and edge.dtype == x.dtype and edge.requires_grad
+    assert "Mul" in repr(edge) and "(2, 3)" in repr(edge)
+    for read in (edge.numpy, edge.item, edge.tolist, lambda: edge.data,
+                 lambda: np.asarray(edge)):
+        with pytest.raises(RuntimeError, match=r"edge of the recorded graph.*Mul"):
+            read()
+
+
+def test_an_edge_is_frozen_at_recording_while_the_tensor_is_written_in_place() -> None:
+    x = leaf(np.array([0.5, -0.25, 1.0]))
+    a = x * 3.0
+    b = a.tanh()          # consumed a before the write
+    a += x                # a gets a new node; b's edge still leads to Mul
+    loss = (b.sum() + a.sum())
+    loss.backward()
+    want = 3.0 * (1 - np.tanh(3.0 * x.numpy()) ** 2) + 4.0
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+
+
+def test_backward_frees_each_steps_weight_transpose_gradient_at_once() -> None:
+    """The order of backward (producers recorded last visited last): each step's W.T node
+    runs right after the step's MatMul, so its gradient does not wait for the earlier steps
+    (which would keep T gradients of W's size alive at once)."""
+    w = leaf(np.full((3, 3), 0.1))
+    h = leaf(np.ones((1, 3)))
+    order = []
+    for _ in range(5):
+        h = (h @ w.T).tanh()
+    nodes = tr.engine._topological_order(h.sum().grad_fn)  # noqa: SLF001
+    order = [n.name for n in reversed(nodes)]
+    # Sum, then per step: Tanh, MatMul, Transpose (its W.T), down to the first step
+    assert order == ["Sum"] + ["Tanh", "MatMul", "Transpose"] * 5
 
 
 def test_retained_graph_freed_by_refcount_after_dropping_it_with_gc_disabled() -> None:

@@ -3,7 +3,10 @@
 **Recording** (:func:`record`, which is every op's ``Function.apply``): run the op's forward
 on its inputs' arrays, wrap the results in tensors and, when gradients are recorded and an
 input requires one, leave a node (a :class:`~tinygrad_rnn.ops.base.Context`) that points to
-the inputs, never to the outputs. A recorded in-place write (``h += x``, ``out[t] = h_t``;
+the inputs, never to the outputs. A leaf input is kept as it is (its ``.grad`` is where the
+gradient goes); an input made by another op is kept as an :class:`Edge`, which names that
+op's node and output and carries no values, so an intermediate result whose values no
+backward needs is freed while the graph waits for backward (an ``Add`` keeps no data). A recorded in-place write (``h += x``, ``out[t] = h_t``;
 :func:`record_write`) gives the written tensor a new node and keeps its earlier state for
 the nodes recorded before it. Whether anything is recorded is the thread's grad mode
 (:mod:`tinygrad_rnn.grad_mode`: ``no_grad`` and friends, re-exported here).
@@ -14,7 +17,8 @@ the nodes recorded before it. Whether anything is recorded is the thread's grad 
    depth-first walk with an explicit stack lists every node after all nodes that produce
    its inputs (for ``x.tanh().exp().sum()``: Tanh, Exp, Sum); the backward pass runs the
    list in reverse, so each node's backward runs after every node that consumes its
-   outputs. No recursion anywhere, so a 10,000-step unrolled RNN or a 100,000-op chain works
+   outputs. Of a node's producers, the one recorded last is visited last, so its backward
+   runs soon after its consumer's and its gradient does not wait (:func:`_later_first`). No recursion anywhere, so a 10,000-step unrolled RNN or a 100,000-op chain works
    at Python's default recursion limit.
 2. **Accumulation.** A tensor used by several ops (a weight at every time step, the two arms
    of a diamond) receives the sum of the gradients from all its uses; nothing is overwritten.
@@ -22,13 +26,20 @@ the nodes recorded before it. Whether anything is recorded is the thread's grad 
    central :func:`~tinygrad_rnn.ops.base.sum_to_shape`, and the engine checks the shape.
 4. **Freeing.** After a node's backward has run, its saved arrays and inputs are dropped
    (unless ``retain_graph=True``); a second backward through it raises a clear error. Ops
-   keep their inputs and never their outputs, so graphs are freed by reference counting alone.
+   keep their inputs (as edges) and never their outputs, so graphs are freed by reference
+   counting alone.
+
+Why one module of about 830 lines: recording a node, the in-place writes that rebase a
+tensor's place in the graph, the edges that nodes keep, and the backward walk that reads
+all three are one data structure seen from four sides; split apart, each part would import
+the others' private details (the node's fields, the rebase clock, the edge's frozen state).
 """
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 from . import backend as _backend
 from .backend import device_of, get_array_module
@@ -52,6 +63,8 @@ __all__ = [
     "run_backward",
     "observe_backward",
     "sum_to_shape",
+    "Edge",
+    "edge_of",
 ]
 
 
@@ -95,14 +108,27 @@ def record(fn: type[Function], *inputs: Any, **constants: Any) -> Any:
                 if type(v) in _backend.DEVICE_MODULES and type(v) is not t0:
                     _check_devices(fn, tensors, (name, v))
     ctx = Context(fn)
+    # (one and two inputs, most ops, are spelled out: a list comprehension costs a call)
+    n = len(tensors)
+    needs: tuple[bool, ...]
     if GRAD_MODE.enabled:
-        needs = tuple([t._requires_grad for t in tensors])
+        if n == 2:
+            needs = (tensors[0]._requires_grad, tensors[1]._requires_grad)
+        elif n == 1:
+            needs = (tensors[0]._requires_grad,)
+        else:
+            needs = tuple([t._requires_grad for t in tensors])
         record = True in needs
     else:
-        needs = (False,) * len(tensors)
+        needs = (False,) * n
         record = False
     ctx.needs_input_grad = needs
-    raw = fn.forward(ctx, *[t._data for t in tensors], **constants)
+    if n == 2:
+        raw = fn.forward(ctx, tensors[0]._data, tensors[1]._data, **constants)
+    elif n == 1:
+        raw = fn.forward(ctx, tensors[0]._data, **constants)
+    else:
+        raw = fn.forward(ctx, *[t._data for t in tensors], **constants)
     multi = isinstance(raw, tuple)
     if multi:
         outs = raw
@@ -112,7 +138,19 @@ def record(fn: type[Function], *inputs: Any, **constants: Any) -> Any:
         results = (Tensor._wrap(raw),)
     _share_versions(results, tensors)
     if record:
-        ctx.inputs = tensors
+        # an input made by an op is kept as an Edge (its producer node, output index, shape
+        # and dtype), not as the tensor, so its values are freed as soon as nobody else
+        # holds them: the op saved whatever its backward needs (save_for_backward)
+        if n == 2:
+            a, b = tensors
+            ctx.inputs = (a if a._ctx is None else edge_of(a),
+                          b if b._ctx is None else edge_of(b))
+        elif n == 1:
+            a = tensors[0]
+            ctx.inputs = (a if a._ctx is None else edge_of(a),)
+        else:
+            ctx.inputs = tuple([t if t._ctx is None else edge_of(t) for t in tensors])
+        ctx.seq = next(_SEQUENCE)  # recording order (the backward walk's tie-break)
         if REBASES.value:
             ctx.clock = REBASES.value
         if ScopeCount.active:
@@ -133,6 +171,10 @@ def record(fn: type[Function], *inputs: Any, **constants: Any) -> Any:
                 r._out_index = i
                 r._requires_grad = True
     return results if multi else results[0]
+
+
+#: the recording order of nodes (Context.seq), one count for all threads
+_SEQUENCE = itertools.count(1)
 
 
 # every op's apply: the one wiring point (the op layer cannot import the engine, so it is
@@ -334,23 +376,41 @@ def _topological_order(root: Context) -> list[Context]:
             raise RuntimeError(_freed_graph_message(node, root))
         visited.add(id(node))
         stack.append((node, True))
+        first = len(stack)
         if not rebased:
             for t in node.inputs:
                 parent = t._ctx
                 if parent is not None and id(parent) not in visited:
                     stack.append((parent, False))
-            continue
-        needs = node.needs_input_grad
-        for k, t in enumerate(node.inputs):
-            if not needs[k]:  # (a stand-in for an earlier state may point anywhere)
-                continue
-            if t._history is not None:
-                t = as_seen_by(t, node.clock)
-            parent = t._ctx
-            if parent is not None and id(parent) not in visited:
-                stack.append((parent, False))
+        else:
+            needs = node.needs_input_grad
+            for k, t in enumerate(node.inputs):
+                if not needs[k]:  # (a stand-in for an earlier state may point anywhere)
+                    continue
+                if t._history is not None:
+                    t = as_seen_by(t, node.clock)
+                parent = t._ctx
+                if parent is not None and id(parent) not in visited:
+                    stack.append((parent, False))
+        if len(stack) - first > 1:
+            # the producer recorded last is visited last, so backward runs it right after
+            # this node and drops its gradient at once (see below the function)
+            stack[first:] = sorted(stack[first:], key=_later_first)
     return order
     # exercise: end
+
+
+def _later_first(entry: tuple[Context, bool]) -> int:
+    """Sort key of :func:`_topological_order`'s stack entries: the node recorded last first.
+
+    Which producer the depth-first search visits last decides the order backward runs
+    them in: the one visited last comes first after their consumer. Visiting the producer
+    recorded last (the most recent, usually a small side branch such as ``W.T`` of this step)
+    after the earlier ones (the long chain of earlier steps) lets backward run it right
+    after its consumer, so its gradient is used and freed at once. Visited the other way
+    round, the gradient of every step's ``W.T`` (1 MiB at H = 256) would wait until backward
+    had gone through all earlier steps: 512 MiB for an LSTM over 512 steps."""
+    return -entry[0].seq
 
 
 
@@ -667,3 +727,125 @@ def count_graph_nodes(root: Any) -> int:
 # functions above use them only when called).
 from .dtypes import lift_inputs, lift_scalars_beside_floats, promote_non_float  # noqa: E402
 from .tensor import Tensor  # noqa: E402
+
+
+# ========================================================================= edges
+class Edge(Tensor):
+    """How a node keeps an input that another op made: that op's node (``grad_fn``) and
+    output index, and the input's shape, dtype and device, but not its values.
+
+    A node that kept the input tensor itself would keep its array alive until backward,
+    even when the op's backward never reads it (``Add``, ``Split``, ``Reshape``, the
+    argument of ``Sigmoid``, which saves its output): on the autograd LSTM at T = 512 those
+    arrays were 488 MiB of a 790 MiB step (benchmarks/graph_memory.py). What a backward does
+    need, the op saves with ``save_for_backward``; the edge is only the way back to the
+    producer, as in torch's graph. An edge is frozen at recording: a later in-place write to
+    the tensor gives the tensor a new node, and the edge still leads to the state the op
+    consumed.
+
+    It is a :class:`~tinygrad_rnn.tensor.Tensor` for the code that walks graphs
+    (``grad_fn``, ``requires_grad``, ``shape``, ``dtype``, ``device``; ``grad`` is the
+    gradient kept by ``retain_grad()`` on the tensor it stands for), but its values are
+    gone: reading them raises. Its ``_data`` is a read-only zero-stride placeholder of the
+    right shape, dtype and array type (one element of memory, shared by all edges of that
+    shape), which the engine's shape and device checks read.
+    """
+
+    __slots__ = ()
+    # the slots an edge never sets read as these defaults (a class attribute hides the slot)
+    _grad = None
+    _grad_view = None
+    _requires_grad = True
+    _version = None  # type: ignore[assignment]
+    _hooks = ()  # type: ignore[assignment]
+    name = None
+    _base = None
+    _view_steps = ()
+    _gen = 0
+    _history = None
+
+    @property
+    def _node(self) -> Context:
+        """The node that made the tensor this edge stands for (an edge always has one)."""
+        return cast(Context, self._ctx)
+
+    def _no_values(self, what: str) -> RuntimeError:
+        return RuntimeError(
+            f"{what}: this is an edge of the recorded graph (input of a node, made by "
+            f"{self._node.name} as its output {self._out_index}, shape {self.shape}, dtype "
+            f"{self.dtype}); it keeps no values, which were freed with the tensor they "
+            f"belonged to. Keep a reference to that tensor to read them.")
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """The ``.grad`` that ``retain_grad()`` kept on the tensor this edge stands for, if
+        that tensor is still alive; else None."""
+        retained = self._node.out_retain
+        ref = retained.get(self._out_index) if retained else None
+        t = ref() if ref is not None else None
+        return None if t is None else t.grad
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        raise self._no_values("Edge.grad = ...")
+
+    @property
+    def array(self) -> Any:
+        raise self._no_values("Edge.array")
+
+    @property
+    def data(self) -> "Tensor":
+        raise self._no_values("Edge.data")
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        raise self._no_values("Edge.data = ...")
+
+    def numpy(self) -> Any:
+        raise self._no_values("Edge.numpy")
+
+    def item(self) -> Any:
+        raise self._no_values("Edge.item")
+
+    def tolist(self) -> Any:
+        raise self._no_values("Edge.tolist")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise self._no_values("Edge.__array__")
+
+    def __repr__(self) -> str:
+        return (f"Edge(grad_fn={self._node.name}, output {self._out_index}, shape "
+                f"{self.shape}, dtype {self.dtype}, device {self.device!r})")
+
+
+#: (array type, shape, dtype[, device]) -> the read-only zero-stride placeholder of edges
+_PLACEHOLDERS: dict[tuple, Any] = {}
+_new_edge = object.__new__
+
+
+def edge_of(t: Tensor) -> Edge:
+    """The :class:`Edge` for tensor ``t``, made by an op: its node, output index, shape,
+    dtype and device, without its values."""
+    d = t._data
+    key: tuple = (type(d), d.shape, d.dtype)
+    ph = _PLACEHOLDERS.get(key)
+    if ph is None:
+        ph = _placeholder(d, key)
+    e = _new_edge(Edge)
+    e._data = ph
+    e._ctx = t._ctx
+    e._out_index = t._out_index
+    return e
+
+
+def _placeholder(d: Any, key: tuple) -> Any:
+    xp = get_array_module(d)
+    if xp.__name__ != "numpy":  # a device array: one placeholder per device
+        key = key + (device_of(d),)
+        ph = _PLACEHOLDERS.get(key)
+        if ph is not None:
+            return ph
+    if len(_PLACEHOLDERS) > 4096:  # many shapes seen (a long run with varying lengths)
+        _PLACEHOLDERS.clear()
+    ph = _PLACEHOLDERS[key] = xp.broadcast_to(xp.zeros((), dtype=d.dtype), d.shape)
+    return ph

@@ -78,7 +78,11 @@ from .layers import as_input, place
 from .module import Module, Parameter
 from .utils.rnn import PackedSequence, pad_packed_sequence, repack_like
 
-__all__ = ["RNN", "GRU", "LSTM", "RNNBase"]
+__all__ = ["RNN", "GRU", "LSTM", "RNNBase", "PROJECTION_BLOCK_BYTES"]
+
+#: The autograd engine's input projection covers blocks of steps of at most this many bytes
+#: (one GEMM each; all T steps in one GEMM when they fit).
+PROJECTION_BLOCK_BYTES = 8 << 20
 
 _GRAD_FIELD = {
     "x": "dx", "h0": "dh0", "c0": "dc0", "weight_ih": "dweight_ih",
@@ -376,17 +380,28 @@ class RNNBase(Module):
         T, N = x.shape[0], x.shape[1]
         H = self.hidden_size
         xp = get_array_module(x._data)
-        xw = F.linear(x, params["weight_ih"], params.get("bias_ih"))  # (T, N, G*H), one GEMM
-        # One split into the T steps' slices: its backward concatenates the T slice gradients
-        # once. (xw[t] would be T GetItem nodes, each scattering its slice's gradient into a
-        # fresh (T, N, G*H) zero array that is then summed: O(T^2) work and memory traffic.)
-        xw_steps = split(xw, 1, axis=0) if T > 0 else ()
+        w_ih, b_ih = params["weight_ih"], params.get("bias_ih")
+        GH = int(w_ih.shape[0])
+        # The input projection W_ih x_t + b_ih of a block of steps is one GEMM, made when the
+        # loop reaches the block: a block's (K, N, G*H) result is freed once its steps ran,
+        # so a long sequence never holds all T projections at once (one block, one GEMM, up
+        # to PROJECTION_BLOCK_BYTES). Each block is split once into its steps' slices, whose
+        # backward concatenates them once (xw[t] would be T GetItem nodes, each scattering
+        # its slice's gradient into a fresh zero array of the whole block: O(T^2) traffic).
+        K = max(1, min(T, PROJECTION_BLOCK_BYTES // max(1, N * GH * x.dtype.itemsize)))
+        x_blocks = [x] if K >= T else split(x, K, axis=0)
+        xw_steps: list[Any] = []
+        block = -1
         w_hh, b_hh = params["weight_hh"], params.get("bias_hh")
         h, c = h0, c0
         outs: list[Any] = [None] * T
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
+            if t // K != block:  # the loop enters a new block
+                block = t // K
+                xw_steps = list(split(F.linear(x_blocks[block], w_ih, b_ih), 1, axis=0))
             with record_scope(f"t = {t}"):  # tr.viz.graph draws one cluster per step
-                xw_t = xw_steps[t].reshape(N, xw.shape[2])
+                xw_t = xw_steps[t % K].reshape(N, GH)
+                xw_steps[t % K] = None  # the block is freed after its last step
                 if self.mode == "LSTM":
                     assert c is not None  # an LSTM carries its cell state
                     h_new, c_new = lstm_step(xw_t, h, c, w_hh, b_hh, params.get("weight_ch"),

@@ -56,6 +56,7 @@ class Context:
     mixed_dtypes = False  # inputs and outputs hold more than one float dtype
     clock = 0  # engine.REBASES when recorded (set only once some in-place write rebased)
     scope: tuple = ()  # engine.record_scope labels open when recorded (for drawing)
+    seq = 0  # when it was recorded: engine.record numbers the nodes 1, 2, ... in order
 
     if TYPE_CHECKING:
         # ops and the engine set their own attributes (ctx.axis = 1, ctx.inputs): to a type

@@ -38,7 +38,8 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
-        broadcast_shape("add", a.shape, b.shape)
+        if a.shape != b.shape:  # (equal shapes broadcast: no check needed)
+            broadcast_shape("add", a.shape, b.shape)
         return a + b
 
     @staticmethod
@@ -51,7 +52,8 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
-        broadcast_shape("sub", a.shape, b.shape)
+        if a.shape != b.shape:  # (equal shapes broadcast: no check needed)
+            broadcast_shape("sub", a.shape, b.shape)
         return a - b
 
     @staticmethod
@@ -64,7 +66,8 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
-        broadcast_shape("mul", a.shape, b.shape)
+        if a.shape != b.shape:  # (equal shapes broadcast: no check needed)
+            broadcast_shape("mul", a.shape, b.shape)
         needs_a, needs_b = ctx.needs_input_grad
         # each factor is kept only if the other one's gradient needs it (as torch does), so
         # writing in place into a factor that no gradient needs is no error: x * 2.0 keeps
@@ -92,7 +95,8 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> Any:
-        broadcast_shape("div", a.shape, b.shape)
+        if a.shape != b.shape:  # (equal shapes broadcast: no check needed)
+            broadcast_shape("div", a.shape, b.shape)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)  # (as Mul)
         return a / b
 
