@@ -130,6 +130,34 @@ def test_accumulate_only_where_cupy_has_it():
         standin.maximum.accumulate(x)
 
 
+@pytest.mark.parametrize("name", ["sum", "max", "min", "mean", "prod", "any", "all", "var"])
+def test_an_axis_on_a_0d_reduction_is_refused_as_in_cupy(name):
+    """NumPy reduces a 0-d array over axis 0 or -1, CuPy raises AxisError (softmax of a 0-d
+    tensor once failed so on a GPU only): the stand-in refuses it too, as a function and as a
+    method, and reduces with axis=None or over a real axis as before."""
+    x0 = standin.asarray(np.array(2.0))
+    for axis in (0, -1):
+        with pytest.raises(np.exceptions.AxisError, match=rf"standin\.{name}: axis"):
+            getattr(standin, name)(x0, axis=axis)
+        with pytest.raises(np.exceptions.AxisError, match=rf"standin\.{name}: axis"):
+            getattr(x0, name)(axis)
+    assert getattr(standin, name)(x0).get() == getattr(np, name)(np.array(2.0))
+    x = standin.asarray(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(getattr(x, name)(axis=-1).get(),
+                                  getattr(np, name)(np.arange(6.0).reshape(2, 3), axis=-1))
+
+
+def test_softmax_of_a_0d_tensor_runs_on_the_standin():
+    """The regression the rule above catches: softmax/log_softmax of a 0-d tensor reduce over
+    axis None, never over axis -1, which CuPy refuses."""
+    for fn in (tr.softmax, tr.log_softmax):
+        x = tr.Tensor(np.array(0.7), requires_grad=True, device="standin")
+        y = fn(x, dim=-1)
+        y.backward()
+        assert float(y.item()) == (1.0 if fn is tr.softmax else 0.0)
+        assert float(x.grad.item()) == 0.0
+
+
 def test_the_accumulate_list_is_cupys():
     """On a machine with CuPy and a GPU: the ufuncs of CUPY_ACCUMULATE accumulate, maximum
     does not (the list the stand-in enforces is CuPy's)."""

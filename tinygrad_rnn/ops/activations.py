@@ -205,7 +205,8 @@ class Softmax(Function):
         s = xp.sum(e, axis=axis, keepdims=True)
         if valid is not None:
             s = xp.where(s > 0, s, xp.ones((), dtype=x.dtype))
-        y = e / s  # (SM1), (SM3)
+        # e is this op's own array: divided in place (0-d: NumPy's scalars cannot be)
+        y = xp.divide(e, s, out=e) if e.ndim else e / s  # (SM1), (SM3)
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -249,8 +250,13 @@ class LogSoftmax(Function):
         else:
             s = xp.sum(e, axis=axis, keepdims=True)
             # s >= 1 unless the axis is empty (s = 0, nothing to output): no log(0) warning
-            y = shifted - xp.log(xp.where(s > 0, s, xp.ones((), dtype=x.dtype)))  # (SM6)
-            p = e / s
+            lse = xp.log(xp.where(s > 0, s, xp.ones((), dtype=x.dtype)))
+            if shifted.ndim:  # fresh arrays of this op: written in place, no new buffers
+                y = xp.subtract(shifted, lse, out=shifted)                       # (SM6)
+                p = xp.divide(e, s, out=e)
+            else:  # (0-d: NumPy's results are scalars, which cannot be written into)
+                y = shifted - lse                                                # (SM6)
+                p = e / s
         ctx.save_for_backward(p)
         ctx.valid = valid
         ctx.axis = axis

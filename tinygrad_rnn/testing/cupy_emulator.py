@@ -21,7 +21,9 @@ Its arrays (:class:`StandInArray`) wrap a NumPy array and
   ``x[host_index]``, ``x[...] = host``), as CuPy does: only ``asarray``/``array``
   copy host data onto the device, explicitly;
 * return 0-d arrays (not NumPy scalars) from reductions and scalar indexing, as CuPy does,
-  so ``np.sqrt(xp.sum(x))`` fails here as it would on a GPU;
+  so ``np.sqrt(xp.sum(x))`` fails here as it would on a GPU, and refuse an axis when
+  reducing a 0-d array (``xp.max(x0d, axis=-1)``: NumPy accepts it, CuPy raises
+  AxisError);
 * copy to the host only through :meth:`StandInArray.get` or :func:`asnumpy` (CuPy's names),
   or through explicit Python conversions (``float(x)``, ``int(x)``, ``bool(x)``,
   ``x.item()``, ``x.tolist()``), which CuPy also allows;
@@ -477,9 +479,33 @@ def _put_method(a: np.ndarray, indices: Any, values: Any,
 
 # NumPy functions and ndarray methods replaced by CuPy's behaviour (on unwrapped arrays;
 # a method's replacement takes the array first).
+def _reduction(name: str) -> Callable[..., Any]:
+    """NumPy's reduction ``name``, refusing an axis on a 0-d array as CuPy does: NumPy
+    reduces a 0-d array over axis 0 or -1 (its one element), CuPy raises AxisError (seen on
+    a GPU with softmax of a 0-d tensor); reducing over ``axis=None`` works on both."""
+    reduce = getattr(np, name)
+
+    def rule(a: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        axis = kwargs.get("axis", args[0] if args else None)
+        if a.ndim == 0 and axis is not None and axis != ():
+            raise np.exceptions.AxisError(
+                f"standin.{name}: axis {axis!r} is out of bounds for an array of dimension 0 "
+                f"(CuPy refuses an axis on a 0-d array, where NumPy accepts 0 and -1; reduce "
+                f"with axis=None)")
+        return reduce(a, *args, **kwargs)
+
+    return rule
+
+
+#: the reductions that check their axis as CuPy does (:func:`_reduction`)
+_REDUCTIONS = ("sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "all",
+               "any")
 _CUPY_RULES = {"take": _take, "take_along_axis": _take_along_axis,
-               "put_along_axis": _put_along_axis, "put": _put}
-_CUPY_METHOD_RULES: dict[str, Callable[..., Any]] = {"take": _take, "put": _put_method}
+               "put_along_axis": _put_along_axis, "put": _put,
+               **{name: _reduction(name) for name in _REDUCTIONS}}
+_CUPY_METHOD_RULES: dict[str, Callable[..., Any]] = {
+    "take": _take, "put": _put_method,
+    **{name: _reduction(name) for name in _REDUCTIONS if hasattr(np.ndarray, name)}}
 
 
 def _call(fn: Any, name: str, args: tuple, kwargs: dict) -> Any:
