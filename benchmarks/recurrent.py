@@ -14,11 +14,11 @@ T * N predictions, and backward (no optimizer update). Contestants, for every ce
 
 The GEMM floor
 --------------
-How close can a NumPy step come to torch? The fused step's matrix products are done by the
-same BLAS whatever we do around them, so their time alone is a floor for the step:
+How close can a NumPy step come to torch? The fused step's matrix products run in the same
+BLAS whatever the code around them does, so their time alone is a floor for the step:
 ``fused / floor`` (column ``x floor``) is the price of everything else (the elementwise
-passes, Python, allocations), and ``floor / torch.nn`` (the floor row's ``x torch.nn``) how
-close to torch a NumPy step with these GEMMs can come at best. :class:`GemmFloor` runs, with G gate
+passes, Python, allocations), and the floor row's ``x torch.nn`` is the best ratio to torch
+that a step doing these GEMMs with NumPy can reach. :class:`GemmFloor` runs, with G gate
 blocks (LSTM 4, GRU 3, Elman 1), T steps, batch N, D = H, C classes, in float32:
 
 1. the input projection of all T steps: one (T*N, D) x (D, G*H) GEMM, W_ih taken as the
@@ -31,12 +31,14 @@ blocks (LSTM 4, GRU 3, Elman 1), T steps, batch N, D = H, C classes, in float32:
 5. T backward recurrent GEMMs: da_t (N, G*H) x W_hh (G*H, H), each da_t a slice of one
    (T, N, G*H) gradient array, into one (N, H) buffer;
 6. dW_ih = da^T (G*H, T*N) x x (T*N, D) and dW_hh = da^T (G*H, T*N) x h_prev (T*N, H), one
-   GEMM each over the stacked T*N rows.
+   GEMM each over the stacked T*N rows. A fused backward may split these two sums into
+   blocks of steps and add the blocks' products (so as to hold no (T, N, G*H) gradient
+   array); the floor does each in one GEMM, the same arithmetic in the fewest calls.
 
 There is no dx GEMM: the input is data that needs no gradient, so the fused step skips it
 too. Every operand has the shape and memory order (row-major, or a transposed view) of the
 matching operand in the fused step (tests/test_benchmarks_smoke.py records the products of
-both and compares them), and every output goes into a buffer allocated once when the floor
+both and compares them, the sums over stacked rows by their totals), and every output goes into a buffer allocated once when the floor
 is built: the floor holds no allocation, no page faults and no elementwise work, so it is a
 lower bound even where a kernel allocates its output (the fused input projection and weight
 gradients do). The floor is measured on device cpu only (``--no-floor`` leaves it out) and

@@ -141,32 +141,62 @@ def _record_gemms(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], object]) -> 
     return calls
 
 
+def _row_sums(gemms: list[tuple], N: int) -> tuple[list[tuple], dict[tuple, int]]:
+    """Split recorded GEMMs into (the others, in order; the sums over stacked rows).
+
+    A sum over stacked rows is ``A^T B`` with A's rows a whole number of steps (a multiple
+    of N): the weight gradients dW_ih, dW_hh and the readout's dW^T. A kernel may split one
+    into blocks of steps and add the blocks' products; its total is then the same (m, n)
+    product over all the rows, so these are returned as {(layouts, m, n): rows}.
+    """
+    others, sums = [], {}
+    for g in gemms:
+        (la, (m, k), lb, (_, n), _) = g
+        if la == "T" and k % N == 0:
+            key = (la, lb, m, n)
+            sums[key] = sums.get(key, 0) + k
+        else:
+            others.append(g)
+    return others, sums
+
+
 @pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
-def test_gemm_floor_does_the_fused_steps_gemms(cell: str,
+@pytest.mark.parametrize("blocked", [False, True])
+def test_gemm_floor_does_the_fused_steps_gemms(cell: str, blocked: bool,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """The floor's products are the fused training step's, one for one and in order: the
-    same operand shapes and memory orders (row-major or a transposed view); each writes
-    into a preallocated buffer, at least wherever the kernel does."""
-    T, N, H, C = 3, 4, 8, 64
+    """The floor's products are the fused training step's: the same operand shapes and
+    memory orders (row-major or a transposed view), in order, each writing into a
+    preallocated buffer at least wherever the kernel does. The sums over the stacked T*N
+    rows (dW_ih, dW_hh, the readout's dW) are one GEMM each in the floor; the kernel may
+    split them into blocks of steps (``blocked``: blocks of 2 steps), so those are compared
+    by their totals."""
+    from tinygrad_rnn.bptt import _layout
+
+    T, N, H, C = 5, 4, 8, 64
     G = bench.CELLS[cell].gates
+    if blocked:   # the weight-gradient GEMMs of the fused backward in blocks of 2 steps
+        monkeypatch.setattr(_layout, "GEMM_BLOCK_ELEMS", 2 * N * G * H, raising=False)
     cfg = tiny(torch=False, cells=[cell])
     steps = {c.name: c.factory() for c in bench.contestants(cell, H, T, cfg)
              if c.name in ("fused", "GEMM floor")}
     for step in steps.values():
         step()                                                 # first-call work left out
-    fused = _record_gemms(monkeypatch, steps["fused"])
-    floor = _record_gemms(monkeypatch, steps["GEMM floor"])
+    fused, fused_sums = _row_sums(_record_gemms(monkeypatch, steps["fused"]), N)
+    floor_all = _record_gemms(monkeypatch, steps["GEMM floor"])
+    floor, floor_sums = _row_sums(floor_all, N)
     assert [g[:4] for g in floor] == [g[:4] for g in fused]
     for mine, theirs in zip(floor, fused):
         assert mine[4] is not None and theirs[4] in (None, mine[4]), (mine, theirs)
-    # the count and the shapes, written out: no dx GEMM (the input is data)
-    assert len(floor) == 2 * T + 6
-    assert floor[0][1:4] == ((T * N, H), "T", (H, G * H))                  # (1)
-    assert floor[1:T + 1] == [("C", (G * H, H), "T", (H, N), (G * H, N))] * T  # (2)
-    assert [g[1::2][:2] for g in floor[T + 1:T + 4]] == [               # (3), (4)
-        ((T * N, H), (H, C)), ((T * N, C), (C, H)), ((H, T * N), (T * N, C))]
-    assert floor[T + 4:2 * T + 4] == [("C", (N, G * H), "C", (G * H, H), (N, H))] * T  # (5)
-    assert floor[2 * T + 4:] == [("T", (G * H, T * N), "C", (T * N, H), (G * H, H))] * 2  # (6)
+    assert floor_sums == fused_sums
+    # the floor's products written out: no dx GEMM (the input is data)
+    assert len(floor_all) == 2 * T + 6
+    assert floor_all[0][:4] == ("C", (T * N, H), "T", (H, G * H))                 # (1)
+    assert floor_all[1:T + 1] == [("C", (G * H, H), "T", (H, N), (G * H, N))] * T  # (2)
+    assert floor_all[T + 1:T + 4] == [                                              # (3), (4)
+        ("C", (T * N, H), "T", (H, C), (T * N, C)), ("C", (T * N, C), "C", (C, H), (T * N, H)),
+        ("T", (H, T * N), "C", (T * N, C), (H, C))]
+    assert floor_all[T + 4:2 * T + 4] == [("C", (N, G * H), "C", (G * H, H), (N, H))] * T  # (5)
+    assert floor_all[2 * T + 4:] == [("T", (G * H, T * N), "C", (T * N, H), (G * H, H))] * 2
 
 
 def test_gemm_floor_names_the_cell_it_does_not_know() -> None:
