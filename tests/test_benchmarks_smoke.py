@@ -149,7 +149,8 @@ def _row_sums(gemms: list[tuple], N: int) -> tuple[list[tuple], dict[tuple, int]
     into blocks of steps and add the blocks' products; its total is then the same (m, n)
     product over all the rows, so these are returned as {(layouts, m, n): rows}.
     """
-    others, sums = [], {}
+    others: list[tuple] = []
+    sums: dict[tuple, int] = {}
     for g in gemms:
         (la, (m, k), lb, (_, n), _) = g
         if la == "T" and k % N == 0:
