@@ -1,10 +1,10 @@
 """The fused LSTM backward in blocks of steps, and the memory it shares.
 
-* the GEMM block size (``_layout.GEMM_BLOCK_ELEMS``: the weight and bias gradients are added
-  up block by block, so no (T, N, G*H) gradient array is held) changes the float64 results
-  only at rounding level: one step per block, a few steps and all steps in one block agree
-  to 1e-12 and equal the per-step reference loop; with all steps in one block every result
-  is bit for bit the single-GEMM result;
+* the GEMM block size (4 x ``_layout.GEMM_BLOCK_ELEMS`` for the LSTM: the weight and bias
+  gradients are added up block by block, so no (T, N, G*H) gradient array is held)
+  changes the float64 results only at rounding level: one step per block, a few steps and
+  all steps in one block agree to 1e-12 and equal the per-step reference loop; with all
+  steps in one block every result is bit for bit the single-GEMM result;
 * with several blocks, a second backward on the same cache (what ``retain_graph=True``
   relies on) gives exactly the same gradients and leaves the cache unchanged;
 * ``hs`` is a view of the cache's state buffer when no step is padded (no copy), a fresh
@@ -40,7 +40,8 @@ T, N, D, H = 7, 3, 4, 5
 
 def _grads(v: Variant, lengths: Any, reverse: bool, gemm_elems: int,
            monkeypatch: pytest.MonkeyPatch, dtype: Any = np.float64) -> dict[str, Any]:
-    monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", gemm_elems)
+    # the LSTM's blocks hold 4 * GEMM_BLOCK_ELEMS elements: ask for at least gemm_elems
+    monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", -(-gemm_elems // 4))
     inp = make_inputs(v, T, N, D, H, 3, True, dtype)
     up = make_upstream(v, T, N, H, 3, dtype)
     *_, cache = seq_forward(v, inp, lengths, reverse)
@@ -81,7 +82,7 @@ def test_one_gemm_block_is_the_single_gemm_result_bit_for_bit(
 @pytest.mark.parametrize("v,lengths,reverse", CASES, ids=IDS)
 def test_backward_in_several_blocks_repeats_exactly_and_keeps_its_cache(
         v: Variant, lengths: Any, reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", 2 * N * v.gates * H)   # 2 steps a block
+    monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", N * v.gates * H // 2)   # 2 steps a block
     inp = make_inputs(v, T, N, D, H, 5, True, np.float32)
     up = make_upstream(v, T, N, H, 5, np.float32)
     *_, cache = seq_forward(v, inp, lengths, reverse)
@@ -121,14 +122,15 @@ def test_in_place_write_to_the_output_raises_at_backward() -> None:
     out, _ = model(x)
     loss = out.sum()
     out += 1.0                                          # the view of the kernel's states
-    with pytest.raises(RuntimeError, match="FusedRecurrent.backward: output 0 .* modified in place"):
+    with pytest.raises(RuntimeError,
+                       match="FusedRecurrent.backward: output 0 .* modified in place"):
         loss.backward()
 
 
 @pytest.mark.parametrize("gemm_steps", [1, 2, 100])
 def test_retain_graph_second_backward_gives_identical_gradients(
         gemm_steps: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", gemm_steps * 3 * 4 * 5)
+    monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", gemm_steps * 3 * 4 * 5 // 4)
     model = tr.nn.LSTM(4, 5, generator=0)
     x = tr.Tensor(np.random.default_rng(1).standard_normal((6, 3, 4)).astype(np.float32),
                   requires_grad=True)

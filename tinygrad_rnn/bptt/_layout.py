@@ -164,7 +164,8 @@ def backward_chunks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, i
 CHUNK_ELEMS = 1 << 17
 
 
-def gemm_blocks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, int]]:
+def gemm_blocks(T: int, reverse: bool, step_elems: int,
+                elems: int | None = None) -> list[tuple[int, int]]:
     """Split the time indices into blocks ``(start, stop)`` of about equal length, listed in
     the order backpropagation through time visits them, for the weight-gradient GEMMs.
 
@@ -175,10 +176,12 @@ def gemm_blocks(T: int, reverse: bool, step_elems: int) -> list[tuple[int, int]]
     the block's rows of dx, then reuses the buffer for the next block. So the backward
     holds no (T, N, G*H) array of gradients, whatever T. When the whole sequence fits in
     one block the GEMMs are exactly those over all T*N rows. ``[(0, 0)]`` when T is 0.
+    ``elems`` overrides :data:`GEMM_BLOCK_ELEMS` (the LSTM kernel's larger blocks).
     """
     if T == 0:
         return [(0, 0)]
-    most = max(1, GEMM_BLOCK_ELEMS // max(1, step_elems))   # steps a block may hold
+    budget = GEMM_BLOCK_ELEMS if elems is None else elems
+    most = max(1, budget // max(1, step_elems))             # steps a block may hold
     count = -(-T // most)                                   # as few blocks as fit (ceil)
     size = -(-T // count)                                   # about equal, at most `most`
     blocks = [(start, min(start + size, T)) for start in range(0, T, size)]
