@@ -436,7 +436,8 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
     tmp = xp.empty((N, H), dtype=dtype)
     chunk = max(c1 - c0 for c0, c1 in backward_chunks(size, False, step_elems)) if size else 0
     # the gate-derivative factors k_n, k_z, k_r of (G6)-(G8): docs/recurrent.md section 7
-    k_n_buf, k_z_buf, k_r_buf = (xp.empty((chunk, N, H), dtype=dtype) for _ in range(3))
+    k_n_buf, k_z_buf, k_r_buf, omz_buf = (xp.empty((chunk, N, H), dtype=dtype)
+                                          for _ in range(4))
     if mask is not None and mask.padded:
         z_pass_buf = xp.empty((chunk, N, H), dtype=dtype)
         dhs_buf = xp.empty((chunk, N, H), dtype=dtype) if dhs is not None else None
@@ -455,12 +456,13 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
             z = gates[t0:t1, :, H:2 * H]
             n = gates[t0:t1, :, 2 * H:]
             k_n, k_z, k_r = k_n_buf[:t1 - t0], k_z_buf[:t1 - t0], k_r_buf[:t1 - t0]
+            omz = xp.subtract(1, z, out=omz_buf[:t1 - t0])   # 1 - z_t
             xp.multiply(n, n, out=k_n)
             xp.subtract(1, k_n, out=k_n)
-            k_n *= 1 - z                                      # (G6): da_n = dh * k_n
+            k_n *= omz                                        # (G6): da_n = dh * k_n
             xp.subtract(h_prev_all[t0:t1], n, out=k_z)
             k_z *= z
-            k_z *= 1 - z                                      # (G7): da_z = dh * k_z
+            k_z *= omz                                        # (G7): da_z = dh * k_z
             xp.subtract(1, r, out=k_r)
             k_r *= r
             # (G8): da_r = (da_n | drh) * k_r; the cache holds hn ('after'), rh ('before')
