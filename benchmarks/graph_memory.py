@@ -8,7 +8,10 @@ between forward and backward into two kinds, walking the graph from the loss:
   derivative is written in;
 * **held as inputs**: the data of the input tensors an op keeps as graph edges
   (``ctx.inputs``) and did not also save. An ``Add``'s backward needs no data at all, yet
-  its two inputs stay alive until backward through these edges.
+  its two inputs stayed alive until backward through these edges: 488 MiB of the step at
+  T = 512, H = 256, against 150 MiB saved. Since the engine keeps an input made by an op as
+  an :class:`tinygrad_rnn.engine.Edge` (node, output index, shape, dtype; no values), this
+  part is 0 and only leaves (parameters, data) are held as inputs.
 
 Each buffer is counted once, at its base array (views share their base's memory): as saved
 if any op saved it, else as held as an input (under the first op of the walk that holds it).

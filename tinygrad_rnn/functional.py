@@ -169,10 +169,26 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Tensor:
     (:func:`_check_linear`). Host data is wrapped as :func:`as_tensor_argument` does; a list or a
     number given as input or bias takes the weight's dtype.
     """
-    x, weight, bias = _check_linear(x, weight, bias)
+    if not _plain_linear_call(x, weight, bias):  # the checks, with their messages
+        x, weight, bias = _check_linear(x, weight, bias)
     w_t = ops.Transpose.apply(weight, axes=(1, 0)) if weight.ndim == 2 else weight
     y = ops.MatMul.apply(x, w_t)  # (*, out_features); its backward is (BC6), (B1)
     return y if bias is None else y + bias
+
+
+def _plain_linear_call(x: Any, weight: Any, bias: Any) -> bool:
+    """True for the call :func:`_check_linear` would pass unchanged and that most calls are
+    (tensors of one dtype, a 2-D weight matching the input, a bias of shape (out_features,)
+    or None), tested in a few attribute reads: a recurrent layer calls linear at every step."""
+    if not (isinstance(x, Tensor) and isinstance(weight, Tensor)):
+        return False
+    xd, wd = x._data, weight._data
+    if wd.ndim != 2 or xd.ndim == 0 or xd.shape[-1] != wd.shape[1] or xd.dtype != wd.dtype:
+        return False
+    if bias is None:
+        return True
+    return (isinstance(bias, Tensor) and bias._data.dtype == wd.dtype
+            and bias._data.shape == wd.shape[:1])
 
 
 def _check_linear(x: Any, weight: Any, bias: Any) -> tuple:
