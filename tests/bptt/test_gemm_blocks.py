@@ -72,6 +72,20 @@ def test_gemm_blocks_cover_every_step_once_in_backward_order(
     assert len(blocks) == -(-T // most)
 
 
+def test_block_budget_keeps_enough_rows_for_the_weight_gemms() -> None:
+    budget = layout.GEMM_BLOCK_ELEMS
+    # a narrow step: the element budget decides (H = 256, N = 32: 2 MiB of float32)
+    assert layout.gemm_block_budget(np, 32, 32 * 256) == budget
+    # a wide step: raised to GEMM_MIN_ROWS rows (16 steps of 32 at H = 1024, GRU)
+    wide = 32 * 3 * 1024
+    assert layout.gemm_block_budget(np, 32, wide) == 16 * wide
+    blocks = layout.gemm_blocks(64, False, wide, layout.gemm_block_budget(np, 32, wide))
+    assert all((t1 - t0) * 32 >= layout.GEMM_MIN_ROWS for t0, t1 in blocks)
+    # another array module (a GPU's): 64 times the budget
+    assert layout.gemm_block_budget(object(), 32, 32 * 256) == 64 * budget
+    assert layout.gemm_block_budget(np, 1000, 1) == max(budget, 1)   # one step covers it
+
+
 CASES = list(itertools.product(VARIANTS, [None, [9, 0, 4]], [False, True]))
 
 
@@ -82,6 +96,7 @@ def test_gemm_block_size_changes_only_the_rounding_of_the_sums_over_time(
     N, H = 3, 5
     G = 1 if variant.startswith("rnn") else 3
     results = []
+    monkeypatch.setattr(layout, "GEMM_MIN_ROWS", 1)
     for steps in (1, 2, 4, 1 << 30):                  # steps per block; the last: all in one
         monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", steps * N * G * H)
         results.append(backward(*ups, cache))
@@ -105,6 +120,7 @@ def test_backward_holds_no_whole_sequence_array_of_gate_gradients(
     lens = None if lengths is None else [T, T // 2, 1, T - 3]
     cache, backward, ups = _run(variant, np.float64, lens, False, T=T, N=N, D=D, H=H)
     monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", 8 * N * G * H)   # blocks of 8 steps
+    monkeypatch.setattr(layout, "GEMM_MIN_ROWS", 1)
     gate_grads = T * N * G * H * 8                       # bytes of one (T, N, G*H) array
     tracemalloc.start()
     try:
@@ -121,6 +137,7 @@ def test_backward_over_several_blocks_reads_its_cache_only_and_repeats_exactly(
     cache, backward, ups = _run(variant, np.float32, lengths, reverse)
     G = 1 if variant.startswith("rnn") else 3
     monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", 2 * 3 * G * 5)   # blocks of 2 steps
+    monkeypatch.setattr(layout, "GEMM_MIN_ROWS", 1)
     assert len(layout.gemm_blocks(9, reverse, 3 * G * 5)) == 5
     before = {name: np.array(v, copy=True) for name, v in cache._asdict().items()
               if isinstance(v, np.ndarray)}

@@ -193,6 +193,21 @@ def gemm_blocks(T: int, reverse: bool, step_elems: int,
 #: about as fast per row as one GEMM over all steps.
 GEMM_BLOCK_ELEMS = 1 << 19
 
+#: The fewest stacked rows (steps x batch) the Elman and GRU kernels give a block's weight
+#: GEMMs: with a wide step (large N*G*H) the element budget alone would leave a few steps a
+#: block, and GEMMs over a few hundred rows run slower per row (8% at H = 1024, N = 32).
+GEMM_MIN_ROWS = 512
+
+
+def gemm_block_budget(xp: Any, batch: int, step_elems: int) -> int:
+    """The ``elems`` budget of :func:`gemm_blocks` for the Elman and GRU backward kernels:
+    :data:`GEMM_BLOCK_ELEMS` on the host (64 times it on a GPU, where every block's GEMMs
+    and sums are kernel launches), raised where needed so that a block holds at least
+    :data:`GEMM_MIN_ROWS` rows of ``batch`` each."""
+    budget = GEMM_BLOCK_ELEMS if xp is np else 64 * GEMM_BLOCK_ELEMS
+    steps = -(-GEMM_MIN_ROWS // max(1, batch))
+    return max(budget, steps * step_elems)
+
 
 def add_matmul(total: Array | None, a: Array, b: Array) -> Array:
     """``total + a @ b``, in place into ``total``; ``a @ b`` itself (a new array) when

@@ -39,7 +39,8 @@ from ..ops.base import pairwise_sum
 from . import _checks as checks
 from ._layout import (
     Array, StepMask, add_matmul, backward_order, bias_grads, combined_bias, copy_with,
-    forward_order, gemm_blocks, make_mask, select_valid, state_slots, zeros_or_copy,
+    forward_order, gemm_block_budget, gemm_blocks, make_mask, select_valid, state_slots,
+    zeros_or_copy,
 )
 
 __all__ = [
@@ -320,7 +321,7 @@ def rnn_backward(dhs: Array | None, dh_n: Array | None, cache: RNNSequenceCache,
     h_prev_all = slots.prev_all(states, T)      # (T, N, H) state consumed at each t
     w_hh = cache.weight_hh
 
-    blocks = gemm_blocks(T, cache.reverse, N * H)
+    blocks = gemm_blocks(T, cache.reverse, N * H, gemm_block_budget(xp, N, N * H))
     size = max(t1 - t0 for t0, t1 in blocks)
     da_buf = xp.empty((size, N, H), dtype=dtype)   # gate pre-activation gradients, one block
     padded = mask is not None and mask.padded

@@ -66,7 +66,8 @@ from ..ops.base import pairwise_sum
 from . import _checks as checks
 from ._layout import (
     Array, StepMask, add_matmul, backward_chunks, backward_order, bias_grads, copy_with,
-    forward_order, gemm_blocks, make_mask, select_valid, state_slots, zeros_or_copy,
+    forward_order, gemm_block_budget, gemm_blocks, make_mask, select_valid, state_slots,
+    zeros_or_copy,
 )
 
 __all__ = [
@@ -425,7 +426,7 @@ def gru_backward(dhs: Array | None, dh_n: Array | None, cache: GRUSequenceCache,
         drh = xp.empty((N, H), dtype=dtype)
 
     step_elems = N * 3 * H
-    blocks = gemm_blocks(T, cache.reverse, step_elems)
+    blocks = gemm_blocks(T, cache.reverse, step_elems, gemm_block_budget(xp, N, step_elems))
     size = max(t1 - t0 for t0, t1 in blocks)
     # the gate pre-activation gradients of one block of steps
     da_x_buf = xp.empty((size, N, 3 * H), dtype=dtype)     # [da_r, da_z, da_n] for W_ih
