@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from benchmarks import programs
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "rnn": "Elman"}
+KERNEL_MODULES = {"lstm": "lstm", "gru": "gru", "rnn": "elman"}   # in tinygrad_rnn.bptt
 
 
 def tiny(**overrides: object) -> bench.Config:
@@ -169,26 +170,33 @@ def test_gemm_floor_does_the_fused_steps_gemms(cell: str, blocked: bool,
     memory orders (row-major or a transposed view), in order, each writing into a
     preallocated buffer at least wherever the kernel does. The sums over the stacked T*N
     rows (dW_ih, dW_hh, the readout's dW) are one GEMM each in the floor; the kernel may
-    split them into blocks of steps (``blocked``: blocks of 2 steps), so those are compared
-    by their totals."""
-    from tinygrad_rnn.bptt import _layout
+    split them into blocks of steps (``blocked``: the kernel's ``gemm_blocks`` made to give
+    blocks of 2 steps), so those are compared by their totals."""
+    import importlib
 
     T, N, H, C = 5, 4, 8, 64
     G = bench.CELLS[cell].gates
-    if blocked:   # the weight-gradient GEMMs of the fused backward in blocks of 2 steps
-        monkeypatch.setattr(_layout, "GEMM_BLOCK_ELEMS", 2 * N * G * H, raising=False)
+    kernel = importlib.import_module(f"tinygrad_rnn.bptt.{KERNEL_MODULES[cell]}")
+    split = blocked and hasattr(kernel, "gemm_blocks")
+    if split:     # the kernel's weight-gradient GEMMs in blocks of 2 steps
+        real = kernel.gemm_blocks
+        monkeypatch.setattr(kernel, "gemm_blocks", lambda T, reverse, step_elems, elems=None:
+                            real(T, reverse, step_elems, 2 * step_elems))
     cfg = tiny(torch=False, cells=[cell])
     steps = {c.name: c.factory() for c in bench.contestants(cell, H, T, cfg)
              if c.name in ("fused", "GEMM floor")}
     for step in steps.values():
         step()                                                 # first-call work left out
-    fused, fused_sums = _row_sums(_record_gemms(monkeypatch, steps["fused"]), N)
+    fused_all = _record_gemms(monkeypatch, steps["fused"])
+    fused, fused_sums = _row_sums(fused_all, N)
     floor_all = _record_gemms(monkeypatch, steps["GEMM floor"])
     floor, floor_sums = _row_sums(floor_all, N)
     assert [g[:4] for g in floor] == [g[:4] for g in fused]
     for mine, theirs in zip(floor, fused):
         assert mine[4] is not None and theirs[4] in (None, mine[4]), (mine, theirs)
     assert floor_sums == fused_sums
+    if split:     # the blocks were there: 3 blocks of dW_ih and dW_hh, one readout dW
+        assert len(fused_all) - len(fused) == 3 * 2 + 1, fused_all
     # the floor's products written out: no dx GEMM (the input is data)
     assert len(floor_all) == 2 * T + 6
     assert floor_all[0][:4] == ("C", (T * N, H), "T", (H, G * H))                 # (1)
