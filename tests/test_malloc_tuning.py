@@ -3,7 +3,7 @@ trim thresholds raised) when a program calls ``keep_freed_memory()``, unless the
 otherwise; ``import tinygrad_rnn`` alone changes nothing.
 
 The effect is measured, not timed: the minor page faults (fresh pages the kernel had to
-zero-fill) of one ``log_softmax`` of a (2048, 64) float32 array, in a fresh process with
+zero-fill) of one ``log_softmax`` of an (8192, 512) float32 array, in a fresh process with
 and without the setting. Timings are in docs/performance.md, section "Update: freed host
 memory stays in the process"."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 import tinygrad_rnn as tr
 if sys.argv[1] == "call":
     tr.malloc_tuning.keep_freed_memory()
-z = np.random.default_rng(0).standard_normal((2048, 512)).astype(np.float32)  # 4 MiB
+z = np.random.default_rng(0).standard_normal((8192, 512)).astype(np.float32)  # 16 MiB
 x = tr.from_numpy(z)
 for _ in range(5):
     tr.functional.log_softmax(x, -1)
@@ -42,7 +42,7 @@ print(json.dumps({"status": tr.malloc_tuning.status(), "faults": faults}))
 
 def _probe(call: bool = True, **env_changes: str) -> dict:
     """A fresh process that imports tinygrad_rnn, calls ``keep_freed_memory()`` when
-    ``call``, and counts the page faults of a log_softmax of 4 MiB."""
+    ``call``, and counts the page faults of a log_softmax of 16 MiB."""
     env = {k: v for k, v in os.environ.items()
            if k not in (*malloc_tuning.GLIBC_ENV_VARS, malloc_tuning.ENV_VAR,
                         malloc_tuning.TUNABLES_VAR)}
@@ -68,9 +68,10 @@ def test_the_call_keeps_freed_memory_and_removes_the_page_faults() -> None:
     default = _probe(**{malloc_tuning.ENV_VAR: "default"})
     assert tuned["status"].startswith("glibc malloc keeps freed memory: mmap threshold 32 MiB")
     assert default["status"] == f"glibc malloc left as it is ({malloc_tuning.ENV_VAR}=default)"
-    # glibc's defaults give every call fresh pages (about 2,000 faults of 4 KiB here: the
-    # call's 4 MiB arrays; at 512 KiB the count depended on the memory layout); with the
-    # thresholds raised the pages are reused
+    # glibc's defaults give every call fresh pages (about 1,000 faults of 4 KiB here, for
+    # the call's 16 MiB arrays; at 4 MiB, once log_softmax wrote its results into its own
+    # fresh arrays, and at 512 KiB the count depended on the memory layout, down to 0); with
+    # the thresholds raised the pages are reused
     assert default["faults"] > 100, default
     assert tuned["faults"] < 5, tuned
 
@@ -85,7 +86,7 @@ def test_glibc_environment_variables_win() -> None:
 @pytest.mark.skipif(not GLIBC_LINUX, reason="the setting exists on Linux with glibc only")
 def test_glibc_malloc_tunables_win() -> None:
     """GLIBC_TUNABLES is glibc's recommended way to set malloc; the call's mallopt would
-    override it. The user's 128 KiB mmap threshold must stay in effect: the call's 4 MiB
+    override it. The user's 128 KiB mmap threshold must stay in effect: the call's 16 MiB
     arrays are then mapped afresh each time, so the page faults are glibc's default ones."""
     got = _probe(GLIBC_TUNABLES="glibc.malloc.mmap_threshold=131072")
     assert got["status"] == ("glibc malloc left as it is (set by the environment: "
