@@ -40,7 +40,9 @@ T, N, D, H = 7, 3, 4, 5
 
 def _grads(v: Variant, lengths: Any, reverse: bool, gemm_elems: int,
            monkeypatch: pytest.MonkeyPatch, dtype: Any = np.float64) -> dict[str, Any]:
-    # the LSTM's blocks hold 4 * GEMM_BLOCK_ELEMS elements: ask for at least gemm_elems
+    # on the host the LSTM's blocks hold 4 * GEMM_BLOCK_ELEMS elements (and GEMM_MIN_ROWS
+    # rows): ask for at least gemm_elems
+    monkeypatch.setattr(layout, "GEMM_MIN_ROWS", 1)
     monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", -(-gemm_elems // 4))
     inp = make_inputs(v, T, N, D, H, 3, True, dtype)
     up = make_upstream(v, T, N, H, 3, dtype)
@@ -67,6 +69,28 @@ def test_gemm_block_size_changes_results_only_at_rounding_level(
             np.testing.assert_allclose(a, ref[name], rtol=0, atol=1e-12, err_msg=name)
 
 
+def test_blocks_are_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings the tests above use do split the backward: one GEMM pair per block."""
+    calls = []
+    real = layout.add_matmul
+
+    def counting(total: Any, a: Any, b: Any) -> Any:
+        calls.append(a.shape)
+        return real(total, a, b)
+
+    import tinygrad_rnn.bptt.lstm as lstm_module
+    monkeypatch.setattr(lstm_module, "add_matmul", counting)
+    for elems, blocks in ((1, T), (3 * N * 4 * H, 3), (1 << 40, 1)):
+        calls.clear()
+        _grads(Variant("lstm"), None, False, elems, monkeypatch)
+        assert len(calls) == 2 * blocks, elems        # dweight_ih and dweight_hh per block
+    # the defaults at the benchmark's size: all T = 64 steps in one block up to H = 256
+    monkeypatch.undo()
+    assert layout.gemm_blocks(64, False, 32 * 4 * 256,
+                              max(layout.gemm_block_budget(np, 32, 32 * 4 * 256),
+                                  4 * layout.GEMM_BLOCK_ELEMS)) == [(0, 64)]
+
+
 @pytest.mark.parametrize("v", LSTM_VARIANTS, ids=str)
 def test_one_gemm_block_is_the_single_gemm_result_bit_for_bit(
         v: Variant, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,6 +106,7 @@ def test_one_gemm_block_is_the_single_gemm_result_bit_for_bit(
 @pytest.mark.parametrize("v,lengths,reverse", CASES, ids=IDS)
 def test_backward_in_several_blocks_repeats_exactly_and_keeps_its_cache(
         v: Variant, lengths: Any, reverse: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(layout, "GEMM_MIN_ROWS", 1)
     monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", N * v.gates * H // 2)   # 2 steps a block
     inp = make_inputs(v, T, N, D, H, 5, True, np.float32)
     up = make_upstream(v, T, N, H, 5, np.float32)
@@ -130,6 +155,7 @@ def test_in_place_write_to_the_output_raises_at_backward() -> None:
 @pytest.mark.parametrize("gemm_steps", [1, 2, 100])
 def test_retain_graph_second_backward_gives_identical_gradients(
         gemm_steps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(layout, "GEMM_MIN_ROWS", 1)
     monkeypatch.setattr(layout, "GEMM_BLOCK_ELEMS", gemm_steps * 3 * 4 * 5 // 4)
     model = tr.nn.LSTM(4, 5, generator=0)
     x = tr.Tensor(np.random.default_rng(1).standard_normal((6, 3, 4)).astype(np.float32),

@@ -476,8 +476,9 @@ def lstm_backward(
     block's steps, its share of the input and weight gradients is one GEMM each over the
     block's stacked rows, added to the sums over blocks; so the backward holds no (T, N, G*H)
     array of gradients, whatever T. When all T steps fit in one block (T * N * G * H at most
-    4 * :data:`tinygrad_rnn.bptt._layout.GEMM_BLOCK_ELEMS` on the host, 64 times it on a GPU),
-    these are single GEMMs over all T*N rows.
+    4 * :data:`tinygrad_rnn.bptt._layout.GEMM_BLOCK_ELEMS` on the host, 64 times it on a GPU,
+    or T * N at most :data:`tinygrad_rnn.bptt._layout.GEMM_MIN_ROWS`), these are single GEMMs
+    over all T*N rows.
     """
     T, N, D, H = checks.sequence_backward("lstm_backward", cache, LSTMSequenceCache, input_grad,
                                           state_grads, dhs=dhs, dh_n=dh_n, dc_n=dc_n)
@@ -495,13 +496,14 @@ def lstm_backward(
     gates = c.gates
     step_elems = N * G * H
 
-    # blocks 4x the Elman/GRU ones on the host (8 MiB of float32 gradients): at N = 32 a
-    # block then stacks at least 16 steps even at H = 1024, whose weight-gradient GEMMs run
-    # about as fast per row as one over all steps (4-step blocks were 12% slower there). On
-    # a GPU 64x (128 MiB): every block costs kernel launches, and 2-step blocks made the
-    # step 9% slower at H = 1024, N = 256 (H100)
-    blocks = gemm_blocks(T, c.reverse, step_elems,
-                         elems=(4 if xp is np else 64) * _layout.GEMM_BLOCK_ELEMS)
+    # the Elman/GRU block budget (at least GEMM_MIN_ROWS stacked rows; 64x on a GPU, where
+    # 2-step blocks made the step 9% slower at H = 1024, N = 256 on an H100), and on the
+    # host at least 4x GEMM_BLOCK_ELEMS (8 MiB of float32 gradients): all T = 64 steps in
+    # one block up to H = 256 at N = 32, the single GEMMs over all T*N rows
+    budget = _layout.gemm_block_budget(xp, N, step_elems)
+    if xp is np:
+        budget = max(budget, 4 * _layout.GEMM_BLOCK_ELEMS)
+    blocks = gemm_blocks(T, c.reverse, step_elems, budget)
     size = max(t1 - t0 for t0, t1 in blocks)
     # da[tb] (the block's row of time index t0 + tb) first holds the factors k of that
     # step, then (in the loop) its gradients: da_o = dh_t * k_o and
