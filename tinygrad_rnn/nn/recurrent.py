@@ -291,10 +291,11 @@ class RNNBase(Module):
         if lens is not None:
             # (T, N) step mask, built on the host and copied to the input's device once
             valid = get_array_module(x._data).asarray(np.arange(T)[:, None] < lens[None, :])
-            if bool((lens < T).any()):
+            if self.engine == "autograd" and bool((lens < T).any()):
                 # Padded steps are never read: select 0 there (a select, not a 0/1
                 # multiply), so padding holding NaN or inf reaches neither the input GEMM
-                # nor any gradient
+                # nor any gradient. (The fused kernels select their padded inputs away
+                # themselves and give them gradient 0: a (T, N, D) copy less.)
                 x = where(valid[:, :, None], x, 0.0)
         if self.mode == "LSTM":
             h0_all, c0_all = checks.split_lstm_state(type(self).__name__, hx)
