@@ -39,7 +39,7 @@ from .grad_mode import GRAD_MODE
 from .ops import (
     Abs, Add, BroadcastTo, Cast, Clip, Copy, Div, Exp, GetItem, Log, LogSoftmax, MaskedFill,
     MatMul, Max, Maximum, Mean, Min, Minimum, Mul, Neg, Norm, Pow, ReLU, Reshape, Sigmoid,
-    Softmax, Sqrt, Sub, Sum, Tanh, ToDevice, Transpose,
+    Softmax, Sqrt, Sub, Sum, Tanh, ToDevice, Transpose, Unbind,
 )
 from .ops.base import Context
 from .ops.elementwise import clip_bounds
@@ -1290,9 +1290,16 @@ class Tensor:
         return split(self, split_size_or_sections, dim=dim)
 
     def unbind(self, dim: _int = 0) -> tuple:
-        """The slices along ``dim``, each a view (as torch's ``unbind``)."""
+        """The slices along ``dim``, each a view (as torch's ``unbind``), made by one op
+        (:class:`~tinygrad_rnn.ops.shape.Unbind`) whose backward stacks their gradients."""
         d = check_axis("unbind", int_arg("unbind", "dim", dim), self.ndim, self.shape)
-        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+        if self.shape[d] == 0:
+            return ()
+        outs = Unbind.apply(self, axis=d)
+        lead = (slice(None),) * d
+        for k, out in enumerate(outs):
+            self._mark_view(out, ("index", lead + (k,)), always=True)
+        return outs
 
     def repeat(self, *sizes: Any) -> "Tensor":
         """torch's ``repeat``: tile the tensor ``sizes[i]`` times along dimension i (leading

@@ -386,8 +386,8 @@ class RNNBase(Module):
         # The input projection W_ih x_t + b_ih of a block of steps is one GEMM, made when the
         # loop reaches the block: a block's (K, N, G*H) result is freed once its steps ran,
         # so a long sequence never holds all T projections at once (one block, one GEMM, up
-        # to PROJECTION_BLOCK_BYTES). Each block is split once into its steps' slices, whose
-        # backward concatenates them once (xw[t] would be T GetItem nodes, each scattering
+        # to PROJECTION_BLOCK_BYTES). Each block is unbound once into its steps' slices,
+        # whose backward stacks them once (xw[t] would be T GetItem nodes, each scattering
         # its slice's gradient into a fresh zero array of the whole block: O(T^2) traffic).
         K = max(1, min(T, PROJECTION_BLOCK_BYTES // max(1, N * GH * x.dtype.itemsize)))
         x_blocks = [x] if K >= T else split(x, K, axis=0)
@@ -399,9 +399,9 @@ class RNNBase(Module):
         for t in (range(T - 1, -1, -1) if reverse else range(T)):
             if t // K != block:  # the loop enters a new block
                 block = t // K
-                xw_steps = list(split(F.linear(x_blocks[block], w_ih, b_ih), 1, axis=0))
+                xw_steps = list(F.linear(x_blocks[block], w_ih, b_ih).unbind(0))
             with record_scope(f"t = {t}"):  # tr.viz.graph draws one cluster per step
-                xw_t = xw_steps[t % K].reshape(N, GH)
+                xw_t = xw_steps[t % K]                            # (N, G*H)
                 xw_steps[t % K] = None  # the block is freed after its last step
                 if self.mode == "LSTM":
                     assert c is not None  # an LSTM carries its cell state

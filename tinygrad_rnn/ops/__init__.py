@@ -15,7 +15,8 @@ from .normalization import LayerNorm
 from .reductions import Max, Mean, Min, Norm, Sum
 from .selection import Dropout, Embedding, MaskedFill, Where, check_token_ids
 from .shape import (
-    BroadcastTo, Concatenate, GetItem, Reshape, Split, Stack, Transpose, ViewOf, WriteRegion,
+    BroadcastTo, Concatenate, GetItem, Reshape, Split, Stack, Transpose, Unbind, ViewOf,
+    WriteRegion,
 )
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Neg", "Pow", "Exp", "Log", "Sqrt", "Abs", "Maximum",
     "Minimum", "Clip", "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "MatMul", "Sum",
     "Mean", "Max", "Min", "Reshape", "Transpose", "BroadcastTo", "Concatenate", "Stack",
-    "Split", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
+    "Split", "Unbind", "GetItem", "Where", "MaskedFill", "Embedding", "Dropout", "CrossEntropy",
     "SoftCrossEntropy", "NLLLoss", "MSELoss", "BCEWithLogits", "ViewOf", "WriteRegion",
     "Norm", "BinaryCrossEntropy", "PlainCrossEntropy",
     "LayerNorm", "Copy", "ToDevice", "Cast", "Conv1d",

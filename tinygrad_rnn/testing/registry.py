@@ -782,6 +782,16 @@ def _ref_split(x: np.ndarray, sizes: Any, axis: int) -> tuple:
     return tuple(np.split(x, bounds, axis=axis))
 
 
+def _unbind_cases(d: Draw) -> Case:
+    # (sides >= 1: unbinding a dimension of size 0 gives () without any op, as in torch)
+    shape = d.shape(min_dims=1, min_side=1, max_side=4)
+    return Case((d.reals(shape),), {"axis": d.integers(-len(shape), len(shape) - 1)})
+
+
+def _ref_unbind(x: np.ndarray, axis: int) -> tuple:
+    return tuple(np.moveaxis(x, axis, 0))
+
+
 # ------------------------------------------------------------------------------ selection
 def _where_cases(d: Draw) -> Case:
     cond_shape, shape_a, shape_b = d.broadcastable_shapes(3)
@@ -1256,6 +1266,8 @@ REGISTRY: tuple[OpInfo, ...] = (
            lambda *xs, axis: np.stack(xs, axis=axis), _stack_cases, (ops.Stack,), "stack"),
     OpInfo("split", lambda x, sizes, axis: split(x, sizes, axis=axis), _ref_split,
            _split_cases, (ops.Split,), "split by size or sections"),
+    OpInfo("unbind", lambda x, axis: x.unbind(axis), _ref_unbind, _unbind_cases,
+           (ops.Unbind,), "the slices along a dimension (views), one node"),
     # selection
     OpInfo("where", lambda a, b, cond: where(cond, a, b),
            lambda a, b, cond: np.where(cond, a, b), _where_cases, (ops.Where,),
