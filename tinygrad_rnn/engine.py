@@ -6,9 +6,9 @@ input requires one, leave a node (a :class:`~tinygrad_rnn.ops.base.Context`) tha
 the inputs, never to the outputs. A leaf input is kept as it is (its ``.grad`` is where the
 gradient goes); an input made by another op is kept as an :class:`Edge`, which names that
 op's node and output and carries no values, so an intermediate result whose values no
-backward needs is freed while the graph waits for backward (an ``Add`` keeps no data). A recorded in-place write (``h += x``, ``out[t] = h_t``;
-:func:`record_write`) gives the written tensor a new node and keeps its earlier state for
-the nodes recorded before it. Whether anything is recorded is the thread's grad mode
+backward needs is freed while the graph waits for backward (an ``Add`` keeps no data). A
+recorded in-place write (``h += x``, ``out[t] = h_t``; :func:`record_write`) gives the
+written tensor a new node and keeps its earlier state for the nodes recorded before it. Whether anything is recorded is the thread's grad mode
 (:mod:`tinygrad_rnn.grad_mode`: ``no_grad`` and friends, re-exported here).
 
 **Backward** (:func:`run_backward`; docs/engine.md derives it step by step):
@@ -18,8 +18,9 @@ the nodes recorded before it. Whether anything is recorded is the thread's grad 
    its inputs (for ``x.tanh().exp().sum()``: Tanh, Exp, Sum); the backward pass runs the
    list in reverse, so each node's backward runs after every node that consumes its
    outputs. Of a node's producers, the one recorded last is visited last, so its backward
-   runs soon after its consumer's and its gradient does not wait (:func:`_later_first`). No recursion anywhere, so a 10,000-step unrolled RNN or a 100,000-op chain works
-   at Python's default recursion limit.
+   runs soon after its consumer's and its gradient does not wait (:func:`_later_first`).
+   No recursion anywhere, so a 10,000-step unrolled RNN or a 100,000-op chain works at
+   Python's default recursion limit.
 2. **Accumulation.** A tensor used by several ops (a weight at every time step, the two arms
    of a diamond) receives the sum of the gradients from all its uses; nothing is overwritten.
 3. **sum_to_shape.** Every gradient an op returns is reduced to its input's shape by the one
