@@ -8,8 +8,9 @@ gradient goes); an input made by another op is kept as an :class:`Edge`, which n
 op's node and output and carries no values, so an intermediate result whose values no
 backward needs is freed while the graph waits for backward (an ``Add`` keeps no data). A
 recorded in-place write (``h += x``, ``out[t] = h_t``; :func:`record_write`) gives the
-written tensor a new node and keeps its earlier state for the nodes recorded before it. Whether anything is recorded is the thread's grad mode
-(:mod:`tinygrad_rnn.grad_mode`: ``no_grad`` and friends, re-exported here).
+written tensor a new node and keeps its earlier state for the nodes recorded before it.
+Whether anything is recorded is the thread's grad mode (:mod:`tinygrad_rnn.grad_mode`:
+``no_grad`` and friends, re-exported here).
 
 **Backward** (:func:`run_backward`; docs/engine.md derives it step by step):
 
