@@ -430,10 +430,11 @@ def as_seen_by(t: Any, clock: int) -> Any:
 
 
 def node_inputs(node: Context) -> tuple:
-    """The input tensors of ``node`` as it consumed them: ``node.inputs`` with any tensor
-    rebased since by a recorded in-place write replaced by its earlier state
-    (:func:`as_seen_by`). Walk graphs with this, not ``node.inputs``: after ``h += x``, the
-    tensor ``h`` in an older node's inputs now stands for the write, which came later."""
+    """The inputs of ``node`` as it consumed them: leaves as tensors, inputs made by ops as
+    :class:`Edge` s (node, output index, shape, dtype; no values), and any leaf rebased
+    since by a recorded in-place write replaced by its earlier state (:func:`as_seen_by`).
+    Walk graphs with this, not ``node.inputs``: after ``h += x``, a tensor ``h`` in an older
+    node's inputs would stand for the write, which came later."""
     return tuple(t if t._history is None else as_seen_by(t, node.clock)
                  for t in node.inputs)
 
