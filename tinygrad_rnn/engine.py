@@ -759,8 +759,6 @@ class Edge(Tensor):
     _grad = None
     _grad_view = None
     _requires_grad = True
-    _version = None  # type: ignore[assignment]
-    _hooks = ()  # type: ignore[assignment]
     name = None
     _base = None
     _view_steps = ()
