@@ -472,6 +472,7 @@ def _check_versions(node: Context) -> None:
                 f"version {version} "
                 f"but has been modified in place since (now version {box.value}); its "
                 f"gradient would be wrong. Clone the tensor before writing into it."
+                + (f" {node.version_hint}" if node.version_hint else "")
             )
 
 

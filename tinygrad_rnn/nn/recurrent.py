@@ -136,6 +136,11 @@ class FusedRecurrent(Function):
             # made when no step is padded): an in-place write to the output then raises at
             # backward (the engine's version counter) instead of corrupting the gradients
             ctx.save_for_backward(outs[0])
+            ctx.version_hint = (
+                f"The output of a fused {mode} layer is the state buffer its backward "
+                f"reads (not a copy, to save a (T, N, H) array); torch.nn.RNN and "
+                f"torch.nn.GRU accept a write into their output, tinygrad_rnn does not: "
+                f"write into output.clone(), or build the layer with engine='autograd'.")
         return outs
 
     @staticmethod

@@ -57,6 +57,7 @@ class Context:
     clock = 0  # engine.REBASES when recorded (set only once some in-place write rebased)
     scope: tuple = ()  # engine.record_scope labels open when recorded (for drawing)
     seq = 0  # when it was recorded: engine.record numbers the nodes 1, 2, ... in order
+    version_hint = ""  # the op's words added to the engine's "modified in place" error
 
     if TYPE_CHECKING:
         # ops and the engine set their own attributes (ctx.axis = 1, ctx.inputs): to a type
