@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import tinygrad_rnn as tr
 from tinygrad_rnn import nn
 from tinygrad_rnn.ops import attention as am
+from module_helpers import central_differences
 
 SCORES = am.SCORES
 TOL = dict(rtol=1e-12, atol=1e-12)
@@ -96,22 +97,6 @@ def _loss(score: str, arrays: dict, keep: Any, up: dict) -> float:
     return float(np.sum(up["dc"] * c) + np.sum(up["dalpha"] * alpha))
 
 
-def _central_differences(f: Any, arrays: dict, eps: float = 1e-6) -> dict:
-    out = {}
-    for name, a in arrays.items():
-        grad = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            orig = a[idx]
-            a[idx] = orig + eps
-            fp = f()
-            a[idx] = orig - eps
-            fm = f()
-            a[idx] = orig
-            grad[idx] = (fp - fm) / (2 * eps)
-        out[name] = grad
-    return out
-
-
 @given(score=st.sampled_from(SCORES), n=st.integers(1, 2), tq=st.integers(1, 3),
        tk=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
 def test_attention_pair_matches_finite_differences(score: str, n: int, tq: int, tk: int,
@@ -130,7 +115,7 @@ def test_attention_pair_matches_finite_differences(score: str, n: int, tq: int, 
                       w_k=0.5 * rng.normal(size=(h, dk)), v=rng.normal(size=h))
     keep = rng.random((n, tq, tk)) < 0.7
     up = {"dc": rng.normal(size=(n, tq, 2)), "dalpha": rng.normal(size=(n, tq, tk))}
-    numeric = _central_differences(lambda: _loss(score, arrays, keep, up), arrays)
+    numeric = central_differences(lambda: _loss(score, arrays, keep, up), arrays)
 
     params = am.ScoreParams(**{f: arrays[f] for f in am.ScoreParams._fields if f in arrays})
     _, _, cache = am.attention_forward(arrays["q"], arrays["k"], arrays["values"], score,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +31,7 @@ from tinygrad_rnn.bptt import (
     lstm_forward, lstm_step_backward, lstm_step_forward, rnn_backward, rnn_forward,
     rnn_step_backward, rnn_step_forward,
 )
+from module_helpers import central_differences
 
 
 def _examples(base: int) -> int:
@@ -227,26 +228,6 @@ def reference(v: Variant, inp: dict, up: dict, lengths: Any, reverse: bool):
     return (hs, hn, cn if v.has_cell else None), grads, min_pre
 
 
-def numeric_grads(f: Callable[[], float], inp: dict, names: list[str],
-                  eps: float = 1e-6) -> dict[str, np.ndarray]:
-    """Central differences of f() with respect to every entry of inp[name] (perturbed in
-    place, then restored)."""
-    out = {}
-    for name in names:
-        a = inp[name]
-        g = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            orig = a[idx]
-            a[idx] = orig + eps
-            fp = f()
-            a[idx] = orig - eps
-            fm = f()
-            a[idx] = orig
-            g[idx] = (fp - fm) / (2 * eps)
-        out[name] = g
-    return out
-
-
 def scalar_loss(v: Variant, inp: dict, up: dict, lengths: Any, reverse: bool) -> float:
     hs, hn, cn, _ = seq_forward(v, inp, lengths, reverse)
     total = float(np.sum(up["hs"] * hs) + np.sum(up["hn"] * hn))
@@ -303,7 +284,7 @@ def test_sequence_gradients_match_finite_differences(v: Variant, case: dict) -> 
     *_, cache = seq_forward(v, inp, lengths, reverse)
     analytic = seq_backward(v, up, cache)
     names = _input_names(v, inp)
-    numeric = numeric_grads(lambda: scalar_loss(v, inp, up, lengths, reverse), inp, names)
+    numeric = central_differences(lambda: scalar_loss(v, inp, up, lengths, reverse), inp, names)
     for name in names:
         assert analytic[name].shape == inp[name].shape, name
         assert analytic[name].dtype == inp[name].dtype, name
@@ -334,7 +315,7 @@ def test_step_gradients_match_finite_differences(v: Variant, case: dict) -> None
         return float(np.sum(dh * h) + (np.sum(dc * c) if c is not None else 0.0))
 
     names = _input_names(v, inp)
-    numeric = numeric_grads(loss, inp, names)
+    numeric = central_differences(loss, inp, names)
     for name in names:
         np.testing.assert_allclose(analytic[name], numeric[name], rtol=1e-7, atol=1e-7,
                                    err_msg=f"{v} step d{name}")
