@@ -360,19 +360,20 @@ def check_initial_state(name: str, hx: Tensor, x: Tensor, shape: tuple, unbatche
                         f"the parameters' dtype {x.dtype}")
 
 
-def check_layer_lengths(name: str, lengths: Any, T: int, N: int) -> np.ndarray | None:
-    """``lengths`` of the recurrent layer ``name`` validated, as a host NumPy array of shape
-    (N,) with every entry in [0, T] (None stays None)."""
+def check_layer_lengths(name: str, lengths: Any, T: int, N: int, minimum: int = 0,
+                        why: str = "") -> np.ndarray | None:
+    """``lengths`` of the layer ``name`` validated, as a host NumPy array of shape (N,) with
+    every entry in [minimum, T] (None stays None); ``why`` ends the range error's note."""
     if lengths is None:
         return None
     arr = host_lengths(lengths, name)
     if arr.shape != (N,):
         raise ValueError(f"{name}: lengths must be an integer array of shape ({N},), got "
                          f"shape {arr.shape} and dtype {arr.dtype}")
-    bad = np.flatnonzero((arr < 0) | (arr > T))
+    bad = np.flatnonzero((arr < minimum) | (arr > T))
     if bad.size:
-        raise ValueError(f"{name}: lengths[{bad[0]}] = {arr[bad[0]]} is outside [0, {T}] "
-                         f"(T = {T} time steps)")
+        raise ValueError(f"{name}: lengths[{bad[0]}] = {arr[bad[0]]} is outside "
+                         f"[{minimum}, {T}] (T = {T} time steps{why})")
     return arr
 
 

@@ -47,8 +47,7 @@ from .. import functional as F
 from ..backend import DEFAULT_FLOAT, get_array_module, to_device
 from ..random import get_generator
 from ..tensor import Tensor
-from ._checks import host_lengths
-from ._checks import check_ids
+from ._checks import check_ids, check_layer_lengths
 from .layers import Dropout, Embedding, Linear
 from .module import Module, eval_no_grad
 from .recurrent import GRU, LSTM, RNN, RNNBase
@@ -100,17 +99,9 @@ def _as_ids(ids: Any, owner: str, vocab_size: int | None = None) -> Any:
 
 def _lengths(lengths: Any, N: int, T: int, owner: str) -> np.ndarray | None:
     """Check ``lengths`` (N,) with 1 <= lengths <= T; None stays None (every step valid)."""
-    if lengths is None:
-        return None
-    arr = host_lengths(lengths, owner)
-    if arr.shape != (N,):
-        raise ValueError(f"{owner}: lengths must be an integer array of shape ({N},), got "
-                         f"shape {arr.shape} and dtype {arr.dtype}")
-    bad = np.flatnonzero((arr < 1) | (arr > T))
-    if bad.size:
-        raise ValueError(f"{owner}: lengths[{bad[0]}] = {arr[bad[0]]} is outside [1, {T}] "
-                         f"(T = {T} time steps; every sequence needs at least one token)")
-    return arr.astype(np.int64)
+    arr = check_layer_lengths(owner, lengths, T, N, minimum=1,
+                              why="; every sequence needs at least one token")
+    return None if arr is None else arr.astype(np.int64)
 
 
 def accuracy(logits: Any, targets: Any, ignore_index: int = IGNORE_INDEX) -> float:
