@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import configparser
 import re
-import unicodedata
 from pathlib import Path
 
 import pytest
+
+from tests.docs.test_docs import anchors  # GitHub's heading ids of a page, one parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -49,24 +50,6 @@ def definitions(text: str) -> dict[str, str]:
 def targets(text: str) -> list[str]:
     body = prose(text)
     return INLINE.findall(body) + list(definitions(body).values()) + HTML.findall(body)
-
-
-def github_slug(heading: str) -> str:
-    text = re.sub(r"<[^>]+>", "", heading).strip().lower()
-    kept = "".join(ch for ch in text if ch in " -_" or unicodedata.category(ch)[0] in "LN")
-    return kept.replace(" ", "-")
-
-
-def anchors(path: Path) -> set[str]:
-    seen: dict[str, int] = {}
-    out = set()
-    for line in without_code_blocks(path.read_text(encoding="utf-8")).splitlines():
-        m = re.match(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if m:
-            slug = github_slug(m.group(1))
-            out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
-            seen[slug] = seen.get(slug, 0) + 1
-    return out
 
 
 def in_checkout(url: str, base: str) -> tuple[Path, str]:
