@@ -26,6 +26,7 @@ Clipping stays on the device. The one device-to-host copy per update is the loss
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -273,17 +274,19 @@ def _monitor_keys(monitor: Any) -> list[tuple]:
     return keys
 
 
-def _open_run(where: str, run_dir: Any, config: dict, params: list) -> tuple[Any, bool]:
-    """(the RunWriter to log to or None, whether this loop made it and must close it)."""
+def _open_run(where: str, run_dir: Any, config: dict, params: list) -> Any:
+    """A context manager giving the RunWriter to log to (or None): a new run folder for a
+    path, which it finalises on leaving (finished, or failed with the exception), or the
+    caller's RunWriter (or None), which it leaves open."""
     from .runs import RunWriter
 
     if run_dir is None or isinstance(run_dir, RunWriter):
-        return run_dir, False
+        return contextlib.nullcontext(run_dir)
     if not isinstance(run_dir, (str, os.PathLike)):
         raise TypeError(f"{where}: run_dir must be a folder path, a tr.runs.RunWriter or "
                         f"None, got {type(run_dir).__name__}")
     device = ",".join(sorted({str(p.device) for p in params})) or "cpu"
-    return RunWriter(run_dir, config=config, device=device), True
+    return RunWriter(run_dir, config=config, device=device)
 
 
 def _loop_config(where: str, optimizer: Any, clip: float | None, **settings: Any) -> dict:
@@ -413,26 +416,18 @@ def fit(step_fn: Callable[[int], Tensor], steps: int, optimizer: Any, *,
     params, clip = _check_loop_args("fit", optimizer, clip, monitor, callback, progress, desc)
     result = TrainResult()
     stopper = EarlyStopping(patience, tol) if patience is not None else None
-    run, owned = _open_run("fit", run_dir, _loop_config(
-        "fit", optimizer, clip, steps=steps, val_every=val_every, patience=patience, tol=tol),
-        params)
-    try:
-        with progress_bar(steps, desc, progress) as bar:
-            update = _Updater(params, optimizer, clip, monitor, callback, validate,
-                              val_every, stopper, bar, result, "fit", run)
-            try:
-                for i in range(steps):
-                    loss = _loss_tensor(step_fn(i), "fit", "step_fn")
-                    loss.backward()
-                    update(float(loss.item()))
-            except _Stop:
-                pass
-    except BaseException as err:
-        if owned:
-            run.close(err)
-        raise
-    if owned:
-        run.close()
+    with _open_run("fit", run_dir, _loop_config(
+            "fit", optimizer, clip, steps=steps, val_every=val_every, patience=patience,
+            tol=tol), params) as run, progress_bar(steps, desc, progress) as bar:
+        update = _Updater(params, optimizer, clip, monitor, callback, validate,
+                          val_every, stopper, bar, result, "fit", run)
+        try:
+            for i in range(steps):
+                loss = _loss_tensor(step_fn(i), "fit", "step_fn")
+                loss.backward()
+                update(float(loss.item()))
+        except _Stop:
+            pass
     return result
 
 
@@ -474,28 +469,20 @@ def train_stream(forward: Callable[[Tensor, Any], tuple], x: Tensor | np.ndarray
                          f"{x.shape} ({x.ndim} axes)")
     stopper = EarlyStopping(patience, tol) if patience is not None else None
     per_epoch = len(windows(x.shape[time_axis], schedule))
-    run, owned = _open_run(where, run_dir, _loop_config(
-        where, optimizer, clip, schedule=repr(schedule), epochs=epochs,
-        windows_per_epoch=per_epoch, val_every=val_every, patience=patience, tol=tol),
-        params)
-    try:
-        with progress_bar(per_epoch * epochs, desc, progress) as bar:
-            update = _Updater(params, optimizer, clip, monitor, callback, validate,
-                              val_every, stopper, bar, result, where, run)
+    with _open_run(where, run_dir, _loop_config(
+            where, optimizer, clip, schedule=repr(schedule), epochs=epochs,
+            windows_per_epoch=per_epoch, val_every=val_every, patience=patience, tol=tol),
+            params) as run, progress_bar(per_epoch * epochs, desc, progress) as bar:
+        update = _Updater(params, optimizer, clip, monitor, callback, validate,
+                          val_every, stopper, bar, result, where, run)
 
-            def on_window(w: Window, loss: Tensor) -> None:
-                update(float(loss.item()))
+        def on_window(w: Window, loss: Tensor) -> None:
+            update(float(loss.item()))
 
-            try:
-                for _ in range(epochs):
-                    run_truncated(forward, x, schedule, loss_fn, state=state,
-                                  on_window=on_window, time_axis=time_axis)
-            except _Stop:
-                pass
-    except BaseException as err:
-        if owned:
-            run.close(err)
-        raise
-    if owned:
-        run.close()
+        try:
+            for _ in range(epochs):
+                run_truncated(forward, x, schedule, loss_fn, state=state,
+                              on_window=on_window, time_axis=time_axis)
+        except _Stop:
+            pass
     return result
