@@ -169,14 +169,15 @@ def gemm_blocks(T: int, reverse: bool, step_elems: int,
     """Split the time indices into blocks ``(start, stop)`` of about equal length, listed in
     the order backpropagation through time visits them, for the weight-gradient GEMMs.
 
-    A fused backward kernel (Elman, GRU) keeps the pre-activation gradients of one block at
-    a time, at most :data:`GEMM_BLOCK_ELEMS` elements of a per-step array of ``step_elems``
-    elements (at least one step); after the block's steps it adds the block's share to the
+    A fused backward kernel (Elman, GRU, LSTM) keeps the pre-activation gradients of one
+    block at a time, at most ``elems`` (default :data:`GEMM_BLOCK_ELEMS`) elements of a
+    per-step array of ``step_elems`` elements (at least one step); after the block's steps it adds the block's share to the
     weight and bias gradients (one GEMM each over the block's stacked rows) and computes
     the block's rows of dx, then reuses the buffer for the next block. So the backward
     holds no (T, N, G*H) array of gradients, whatever T. When the whole sequence fits in
     one block the GEMMs are exactly those over all T*N rows. ``[(0, 0)]`` when T is 0.
-    ``elems`` overrides :data:`GEMM_BLOCK_ELEMS` (the LSTM kernel's larger blocks).
+    The kernels take ``elems`` from :func:`gemm_block_budget` (the LSTM's at least four
+    times larger on the host).
     """
     if T == 0:
         return [(0, 0)]
