@@ -820,7 +820,7 @@ class Edge(Tensor):
                 f"{self.shape}, dtype {self.dtype}, device {self.device!r})")
 
 
-#: (array type, shape, dtype[, device]) -> the read-only zero-stride placeholder of edges
+#: (array type, shape, dtype) -> the read-only zero-stride placeholder of edges
 _PLACEHOLDERS: dict[tuple, Any] = {}
 _new_edge = object.__new__
 
@@ -841,13 +841,10 @@ def edge_of(t: Tensor) -> Edge:
 
 
 def _placeholder(d: Any, key: tuple) -> Any:
-    xp = get_array_module(d)
-    if xp.__name__ != "numpy":  # a device array: one placeholder per device
-        key = key + (device_of(d),)
-        ph = _PLACEHOLDERS.get(key)
-        if ph is not None:
-            return ph
+    """The placeholder for arrays like ``d`` (its array type, so its device kind, shape and
+    dtype: all that the engine's checks read), made once and kept under ``key``."""
     if len(_PLACEHOLDERS) > 4096:  # many shapes seen (a long run with varying lengths)
         _PLACEHOLDERS.clear()
+    xp = get_array_module(d)
     ph = _PLACEHOLDERS[key] = xp.broadcast_to(xp.zeros((), dtype=d.dtype), d.shape)
     return ph
