@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,6 @@ def plot_run(path: str | os.PathLike, out: str | os.PathLike | None = None) -> l
         raise FileNotFoundError(f"plot_run: no metrics.csv in {folder} or its subfolders; "
                                 f"is it a run folder (run_dir= of tr.training.fit, --run-dir "
                                 f"of the demos)?")
-    from matplotlib.ticker import MaxNLocator
-
     out = Path(out) if out is not None else folder / "figures"
     out.mkdir(parents=True, exist_ok=True)
     plt = viz.pyplot()
@@ -52,12 +51,8 @@ def plot_run(path: str | os.PathLike, out: str | os.PathLike | None = None) -> l
         positive &= bool(np.all(m["loss"][np.isfinite(m["loss"])] > 0))
     if positive:
         ax.set_yscale("log")
-    ax.set(xlabel="update", ylabel="loss", title=f"Learning curves: {folder.name}")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    written.append(viz.save_figure(fig, out / "learning_curves.png"))
-    plt.close(fig)
+    written.append(_finish(fig, ax, out / "learning_curves.png", ylabel="loss",
+                           title=f"Learning curves: {folder.name}"))
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for k, run in enumerate(runs):
@@ -70,24 +65,16 @@ def plot_run(path: str | os.PathLike, out: str | os.PathLike | None = None) -> l
     norms = np.concatenate([metrics[r]["grad_norm"] for r in runs])
     if np.all(norms[np.isfinite(norms)] > 0):
         ax.set_yscale("log")
-    ax.set(xlabel="update", ylabel=r"$\|\partial L/\partial\theta\|$",
-           title="Global gradient norm")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    written.append(viz.save_figure(fig, out / "grad_norms.png"))
-    plt.close(fig)
+    written.append(_finish(fig, ax, out / "grad_norms.png",
+                           ylabel=r"$\|\partial L/\partial\theta\|$",
+                           title="Global gradient norm"))
 
     fig, ax = plt.subplots(figsize=(7, 3.2))
     for k, run in enumerate(runs):
         ax.plot(metrics[run]["step"], metrics[run]["lr"], color=colors[k % len(colors)],
                 label=names[run])
-    ax.set(xlabel="update", ylabel="learning rate", title="Learning rate")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    written.append(viz.save_figure(fig, out / "lr.png"))
-    plt.close(fig)
+    written.append(_finish(fig, ax, out / "lr.png", ylabel="learning rate",
+                           title="Learning rate"))
 
     for run in runs:
         states = read_state_norms(run)
@@ -102,4 +89,18 @@ def plot_run(path: str | os.PathLike, out: str | os.PathLike | None = None) -> l
                          f"({module}, layer {layer})")
         written.append(viz.save_figure(fig, out / f"heatmap_{names[run]}.png"))
         plt.close(fig)
+    return written
+
+
+def _finish(fig: Any, ax: Any, path: Path, ylabel: str, title: str) -> str:
+    """Label a per-update plot (integer update numbers on x, a grid, the legend), save it to
+    ``path`` and close it; returns the file written."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set(xlabel="update", ylabel=ylabel, title=title)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    written = viz.save_figure(fig, path)
+    viz.pyplot().close(fig)
     return written
