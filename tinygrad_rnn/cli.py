@@ -578,10 +578,13 @@ def register_standin(device: str | None) -> None:
 
 def run_demo(name: str, args: argparse.Namespace, run: Callable[[argparse.Namespace], Any]
              ) -> int:
-    """A demo's ``main`` after parsing: check that ``args.device`` can be used, then
-    ``run(args)``. Exit status 0, or 2 with the library's message (it says what is missing)
-    for a device that cannot be used, as argparse does for a bad option."""
-    from . import backend
+    """A demo's ``main`` after parsing: keep freed memory in the process for the next step
+    (:func:`tinygrad_rnn.malloc_tuning.keep_freed_memory`), check that ``args.device`` can
+    be used, then ``run(args)``. Exit status 0, or 2 with the library's message (it says
+    what is missing) for a device that cannot be used, as argparse does for a bad option."""
+    from . import backend, malloc_tuning
+
+    malloc_tuning.keep_freed_memory()
 
     register_standin(args.device)
     try:

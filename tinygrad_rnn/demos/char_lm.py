@@ -277,7 +277,6 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the options, check the device, run; exit status 2 for a bad option (argparse's
     message names it) or a device that cannot be used (the library's message says what is
     missing)."""
-    tr.malloc_tuning.keep_freed_memory()  # freed memory stays for the next step
     return run_demo("char_lm", parse_args(argv), run)
 
 
